@@ -1,0 +1,61 @@
+"""Hidden-unit activation functions with their first and second derivatives.
+
+``erf`` is the scaled cumulative Gaussian g(a) = erf(a / sqrt 2) = 2 Phi(a) - 1 used by the
+variational papers (paper 002 eq. 2; paper 000 eq. 3 with the lost /2 restored); ``tanh``
+is the unit of the sampling papers (paper 001 sec. 3); ``linear`` is the identity, used by
+tests that need a conjugate model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import erf
+
+SQRT2 = np.sqrt(2.0)
+SQRT2_OVER_PI = np.sqrt(2.0 / np.pi)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """g, g' and g'' as functions of the pre-activation; ``odd`` marks g(-a) = -g(a)."""
+
+    name: str
+    value: Callable[[np.ndarray], np.ndarray]
+    derivatives: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    odd: bool
+
+
+def _erf_value(a):
+    return erf(a / SQRT2)
+
+
+def _erf_derivatives(a, g):
+    d1 = SQRT2_OVER_PI * np.exp(-0.5 * a * a)
+    return d1, -a * d1
+
+
+def _tanh_derivatives(a, g):
+    d1 = 1.0 - g * g
+    return d1, -2.0 * g * d1
+
+
+def _linear_derivatives(a, g):
+    return np.ones_like(a), np.zeros_like(a)
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "erf": Activation("erf", _erf_value, _erf_derivatives, odd=True),
+    "tanh": Activation("tanh", np.tanh, _tanh_derivatives, odd=True),
+    "linear": Activation("linear", lambda a: a.copy(), _linear_derivatives, odd=True),
+}
+
+
+def get_activation(name: str) -> Activation:
+    try:
+        return ACTIVATIONS[name]
+    except KeyError:
+        valid = ", ".join(ACTIVATIONS)
+        raise ValueError(f"unknown activation {name!r}; valid: {valid}") from None

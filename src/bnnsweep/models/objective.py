@@ -1,0 +1,122 @@
+"""The negative log posterior of the weights at fixed hyperparameters, with derivatives.
+
+M(w) = beta E_D(w) + sum_k alpha_k E_Wk(w),   E_D = 1/2 sum_n ||y(x_n; w) - t_n||^2,
+E_Wk = 1/2 w_k^T w_k                                 (thesis eq. 5.4-5.6, 5.18; Bishop 1995 ch. 10)
+
+so that -ln p(w | D, alpha, beta) = M(w) + const. Value, gradient and the exact Hessian
+
+A = beta (J^T J + sum_n sum_p r_np d^2 y_np / dw dw) + diag(alpha)
+
+are vectorised over a leading batch of weight vectors (B, W).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .network import Network
+from .priors import WeightPrior
+
+
+@dataclass
+class PenalisedError:
+    """M(w) for one dataset; ``alpha`` is (K,) or (B, K), ``beta`` scalar or (B,)."""
+
+    network: Network
+    prior: WeightPrior
+    x: np.ndarray
+    t: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.x.ndim != 2 or self.x.shape[1] != self.network.n_inputs:
+            raise ValueError(f"inputs must have shape (N, {self.network.n_inputs})")
+        if self.t.ndim != 2 or self.t.shape != (self.x.shape[0], self.network.n_outputs):
+            raise ValueError(f"targets must have shape ({self.x.shape[0]}, {self.network.n_outputs})")
+        self.n_targets = self.t.size  # N * P noise terms
+
+    # ---- pieces -----------------------------------------------------------------------
+    def data_error(self, w: np.ndarray) -> np.ndarray:
+        """E_D(w), shape (B,)."""
+        r = self.network.forward(w, self.x) - self.t
+        return 0.5 * np.sum(r * r, axis=(1, 2))
+
+    def _alpha_w(self, alpha, B):
+        return np.broadcast_to(self.prior.per_weight(alpha), (B, self.network.n_weights))
+
+    def value(self, w, alpha, beta) -> np.ndarray:
+        w = np.atleast_2d(w)
+        a = self._alpha_w(alpha, w.shape[0])
+        return np.asarray(beta) * self.data_error(w) + 0.5 * np.sum(a * w * w, axis=1)
+
+    def value_and_grad(self, w, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
+        """M(w) (B,) and dM/dw (B, W) by back-propagation."""
+        w = np.atleast_2d(w)
+        B = w.shape[0]
+        net = self.network
+        beta_b = np.broadcast_to(np.asarray(beta, dtype=float), (B,))
+        a_w = self._alpha_w(alpha, B)
+        p = net.unpack(w)
+        g = np.empty_like(w)
+        s = net.slices
+        if net.n_hidden == 0:
+            y = np.einsum("ni,bpi->bnp", self.x, p["Wd"]) + p["b2"][:, None, :]
+            r = y - self.t
+            g[:, s["Wd"]] = np.einsum("bnp,ni->bpi", r, self.x).reshape(B, -1)
+        else:
+            a, z = net.hidden(w, self.x)
+            y = np.einsum("bnh,bph->bnp", z, p["W2"]) + p["b2"][:, None, :]
+            r = y - self.t
+            d1, _ = net.activation.derivatives(a, z)
+            delta = np.einsum("bnp,bph->bnh", r, p["W2"]) * d1
+            g[:, s["W1"]] = np.einsum("bnh,ni->bhi", delta, self.x).reshape(B, -1)
+            g[:, s["b1"]] = delta.sum(axis=1)
+            g[:, s["W2"]] = np.einsum("bnp,bnh->bph", r, z).reshape(B, -1)
+        g[:, s["b2"]] = r.sum(axis=1)
+        e_d = 0.5 * np.sum(r * r, axis=(1, 2))
+        value = beta_b * e_d + 0.5 * np.sum(a_w * w * w, axis=1)
+        grad = beta_b[:, None] * g + a_w * w
+        return value, grad
+
+    def data_hessian(self, w: np.ndarray) -> np.ndarray:
+        """Exact Hessian of E_D, shape (B, W, W)."""
+        w = np.atleast_2d(w)
+        net = self.network
+        J = net.jacobian(w, self.x)
+        Hd = np.einsum("bnpv,bnpu->bvu", J, J)
+        if net.n_hidden == 0:
+            return Hd
+        B, I, H = w.shape[0], net.n_inputs, net.n_hidden
+        p = net.unpack(w)
+        a, z = net.hidden(w, self.x)
+        d1, d2 = net.activation.derivatives(a, z)
+        r = np.einsum("bnh,bph->bnp", z, p["W2"]) + p["b2"][:, None, :] - self.t
+        xt = np.concatenate([self.x, np.ones((self.x.shape[0], 1))], axis=1)  # [x, 1]
+        s = net.slices
+        # indices of u_j = (W1[j, :], b1[j]) and of W2[p, j]
+        idx_u = np.concatenate(
+            [np.arange(s["W1"].start, s["W1"].stop).reshape(H, I), np.arange(H)[:, None] + s["b1"].start],
+            axis=1,
+        )
+        idx_v = np.arange(s["W2"].start, s["W2"].stop).reshape(net.n_outputs, H)
+        # (u_j, u_j): sum_n g''(a_nj) (sum_p r_np v_pj) xt xt^T
+        c = d2 * np.einsum("bnp,bph->bnh", r, p["W2"])
+        uu = np.einsum("bnh,ni,nk->bhik", c, xt, xt)
+        Hd[:, idx_u[:, :, None], idx_u[:, None, :]] += uu
+        # (u_j, v_pj): sum_n r_np g'(a_nj) xt
+        uv = np.einsum("bnp,bnh,ni->bhpi", r, d1, xt)  # (B, H, P, I+1)
+        rows = idx_u[:, None, :]  # (H, 1, I+1)
+        cols = idx_v.T[:, :, None]  # (H, P, 1)
+        Hd[:, rows, cols] += uv
+        Hd[:, cols, rows] += uv
+        return Hd
+
+    def hessian(self, w, alpha, beta) -> np.ndarray:
+        """Exact Hessian A of M(w), shape (B, W, W)."""
+        w = np.atleast_2d(w)
+        A = np.asarray(beta, dtype=float).reshape(-1, 1, 1) * self.data_hessian(w)
+        a_w = self._alpha_w(alpha, w.shape[0])
+        idx = np.arange(self.network.n_weights)
+        A[:, idx, idx] += a_w
+        return A

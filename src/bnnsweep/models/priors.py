@@ -1,0 +1,159 @@
+"""Gaussian weight priors over weight groups and their Gamma hyperpriors.
+
+p(w | {alpha_k}) = prod_k (alpha_k / 2 pi)^(W_k / 2) exp(-alpha_k w_k^T w_k / 2)   (paper 001 eq. 7)
+
+Group structures (DESIGN.md):
+- ``single``:  one alpha for every weight (paper 000 sec. 4);
+- ``grouped``: input->hidden, hidden biases, hidden->output, output biases (paper 001 sec. 3);
+- ``ard``:     as ``grouped`` with the input->hidden weights split per input (MacKay's ARD).
+
+Gamma hyperpriors are parameterised by (shape, rate); the papers' (mean omega, s) form of
+paper 001 eq. 8 converts as shape = s / 2, rate = s / (2 omega) (papers/README.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from .network import Network
+
+PRIOR_KINDS = ("single", "grouped", "ard")
+
+
+@dataclass(frozen=True)
+class GammaPrior:
+    """Gamma(shape, rate) density on a precision: rate^a tau^(a-1) e^(-rate tau) / Gamma(a)."""
+
+    shape: float
+    rate: float
+
+    def __post_init__(self) -> None:
+        if not (self.shape > 0 and self.rate > 0 and np.isfinite(self.shape + self.rate)):
+            raise ValueError(f"Gamma hyperprior needs shape > 0 and rate > 0, got {self}")
+
+    @classmethod
+    def from_mean_s(cls, mean: float, s: float) -> GammaPrior:
+        """Paper 001 eq. 8: mean omega and variance 2 omega^2 / s."""
+        return cls(shape=s / 2.0, rate=s / (2.0 * mean))
+
+    @classmethod
+    def from_spec(cls, spec: dict, n_hidden: int = 1) -> GammaPrior:
+        """Build from ``{shape, rate}`` or ``{mean, s}``; ``scale_with_hidden`` multiplies the
+        mean by H (paper 001 sec. 5: omega = h for the hidden->output precision)."""
+        scale = n_hidden if spec.get("scale_with_hidden", False) and n_hidden > 0 else 1
+        if "mean" in spec:
+            return cls.from_mean_s(float(spec["mean"]) * scale, float(spec["s"]))
+        return cls(shape=float(spec["shape"]), rate=float(spec["rate"]) / scale)
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+    def logpdf(self, tau):
+        tau = np.asarray(tau, dtype=float)
+        return (
+            self.shape * np.log(self.rate)
+            - gammaln(self.shape)
+            + (self.shape - 1.0) * np.log(tau)
+            - self.rate * tau
+        )
+
+
+@dataclass(frozen=True)
+class WeightPrior:
+    """Assignment of every weight to a precision group, with one Gamma hyperprior per group."""
+
+    kind: str
+    group_names: tuple[str, ...]
+    group_index: np.ndarray  # (W,) int, group of each weight
+    hyperpriors: tuple[GammaPrior, ...]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.group_names)
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return np.bincount(self.group_index, minlength=self.n_groups)
+
+    @property
+    def shapes(self) -> np.ndarray:
+        return np.array([h.shape for h in self.hyperpriors])
+
+    @property
+    def rates(self) -> np.ndarray:
+        return np.array([h.rate for h in self.hyperpriors])
+
+    def indicator(self) -> np.ndarray:
+        """One-hot matrix (W, K) of group membership."""
+        return np.eye(self.n_groups)[self.group_index]
+
+    def sum_squares(self, w: np.ndarray) -> np.ndarray:
+        """w_k^T w_k for each group, shape (B, K)."""
+        return (np.atleast_2d(w) ** 2) @ self.indicator()
+
+    def per_weight(self, alpha: np.ndarray) -> np.ndarray:
+        """Expand group precisions (B, K) or (K,) to per-weight precisions (B, W) or (W,)."""
+        return np.asarray(alpha)[..., self.group_index]
+
+    def log_hyperprior(self, alpha: np.ndarray) -> np.ndarray:
+        """sum_k ln Gamma(alpha_k | shape_k, rate_k), over the last axis."""
+        alpha = np.asarray(alpha, dtype=float)
+        return sum(h.logpdf(alpha[..., k]) for k, h in enumerate(self.hyperpriors))
+
+
+def _role_blocks(network: Network) -> list[tuple[str, str, np.ndarray]]:
+    """(group name, hyperprior role, weight indices) of the grouped structure."""
+    s = network.slices
+    if network.n_hidden == 0:
+        return [
+            ("input_output", "input_hidden", np.arange(s["Wd"].start, s["Wd"].stop)),
+            ("output_bias", "output_bias", np.arange(s["b2"].start, s["b2"].stop)),
+        ]
+    return [
+        ("input_hidden", "input_hidden", np.arange(s["W1"].start, s["W1"].stop)),
+        ("hidden_bias", "hidden_bias", np.arange(s["b1"].start, s["b1"].stop)),
+        ("hidden_output", "hidden_output", np.arange(s["W2"].start, s["W2"].stop)),
+        ("output_bias", "output_bias", np.arange(s["b2"].start, s["b2"].stop)),
+    ]
+
+
+HYPERPRIOR_ROLES = ("weights", "input_hidden", "hidden_bias", "hidden_output", "output_bias")
+
+
+def make_prior(network: Network, kind: str, hyperpriors: dict[str, dict]) -> WeightPrior:
+    """The weight prior of a given kind; ``hyperpriors`` maps a role to a Gamma spec.
+
+    Roles: ``weights`` (the ``single`` prior) and ``input_hidden``, ``hidden_bias``,
+    ``hidden_output``, ``output_bias`` (``grouped`` and ``ard``; every ARD input group takes
+    the ``input_hidden`` hyperprior).
+    """
+    if kind not in PRIOR_KINDS:
+        raise ValueError(f"unknown prior {kind!r}; valid: {', '.join(PRIOR_KINDS)}")
+    H = network.n_hidden
+
+    def hyper(role: str) -> GammaPrior:
+        if role not in hyperpriors:
+            raise ValueError(f"prior {kind!r} needs a hyperprior for {role!r}")
+        return GammaPrior.from_spec(hyperpriors[role], H)
+
+    index = np.zeros(network.n_weights, dtype=int)
+    if kind == "single":
+        return WeightPrior(kind, ("weights",), index, (hyper("weights"),))
+    names, priors = [], []
+    for name, role, idx in _role_blocks(network):
+        if kind == "ard" and role == "input_hidden":
+            # weights leaving input i: column i of W1 (H x I row-major) or of Wd (P x I)
+            n_in = network.n_inputs
+            for i in range(n_in):
+                index[idx[i::n_in]] = len(names)
+                names.append(f"{name}_{i}")
+                priors.append(hyper(role))
+            continue
+        index[idx] = len(names)
+        names.append(name)
+        priors.append(hyper(role))
+    return WeightPrior(kind, tuple(names), index, tuple(priors))
