@@ -1,0 +1,178 @@
+"""The ``bnnsweep`` command line: fit one cell, prepare data, list, merge, draw figures.
+
+The Snakemake rules call these same commands, so a cell run by hand and a cell run by the
+workflow are the same computation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def _parse_set(items: list[str]) -> dict:
+    """``key=value`` pairs; values are parsed as YAML (numbers, lists, mappings)."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"error: --set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _logger(path: str | None):
+    if not path:
+        return lambda msg: print(msg, flush=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a", buffering=1)  # noqa: SIM115 - closed at exit
+
+    def log(msg):
+        fh.write(f"{msg}\n")
+
+    return log
+
+
+def cmd_fit(args) -> int:
+    from .methods import get_method
+    from .runner import fit_cell_to_file
+    from .sweep import Cell
+
+    settings = json.loads(args.settings_json) if args.settings_json else {}
+    settings.update(_parse_set(args.set or []))
+    method = get_method(args.method)
+    axes = []
+    for axis in method.axes:
+        value = getattr(args, axis, None)
+        if value is None:
+            value = settings.get(axis)
+        if value is None:
+            value = method.defaults()[axis]
+        settings[axis] = value
+        axes.append((axis, value))
+    cell = Cell(
+        args.experiment, args.dataset, args.split, args.label or args.method, args.method,
+        args.seed, tuple(axes), settings,
+    )
+    fit_cell_to_file(cell, args.output, args.data, _logger(args.log))
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    from . import datasets
+
+    datasets.save_netcdf(datasets.load(args.dataset), args.output)
+    return 0
+
+
+def cmd_list(args) -> int:
+    if args.what == "datasets":
+        from . import datasets
+
+        for name in datasets.names():
+            meta = datasets.describe(name)
+            splits = meta.get("splits", [])
+            print(f"{name}: {meta.get('task', '')}, {len(splits)} split(s); {meta.get('source', '')}")
+    else:
+        from .methods import REGISTRY
+
+        for name, method in sorted(REGISTRY.items()):
+            print(f"{name}: {method.description}")
+            print(f"  axes: {', '.join(method.axes)}")
+            for key, value in method.defaults().items():
+                print(f"  {key}: {json.dumps(value)}")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    from .results import merge_cells, write_netcdf_atomic
+
+    paths = list(args.inputs)
+    if args.list_file:
+        paths += [p for p in Path(args.list_file).read_text().split() if p]
+    write_netcdf_atomic(merge_cells(paths), args.output)
+    return 0
+
+
+def cmd_figure(args) -> int:
+    from .figures import draw
+
+    draw(args.kind, args.merged, args.output)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .config import expand, load
+
+    cells = expand(load(args.config))
+    print(f"{args.config}: valid, {len(cells)} cell(s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bnnsweep", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fit = sub.add_parser("fit", help="fit one cell and write its NetCDF file")
+    fit.add_argument("--dataset", required=True)
+    fit.add_argument("--method", required=True)
+    fit.add_argument("--hidden", type=int)
+    fit.add_argument("--components", type=int)
+    fit.add_argument("--schedule")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--split", default="default")
+    fit.add_argument("--set", action="append", metavar="KEY=VALUE", help="a method setting")
+    fit.add_argument("--settings-json", help="method settings as one JSON object")
+    fit.add_argument("--experiment", default="adhoc")
+    fit.add_argument("--label", help="method label recorded in the file (default: the method)")
+    fit.add_argument("--data", help="prepared dataset file (default: load from the registry)")
+    fit.add_argument("--log", help="append progress to this file instead of stdout")
+    fit.add_argument("--output", required=True)
+    fit.set_defaults(func=cmd_fit)
+
+    prep = sub.add_parser("prepare", help="materialise a dataset (splits included) as NetCDF")
+    prep.add_argument("--dataset", required=True)
+    prep.add_argument("--output", required=True)
+    prep.set_defaults(func=cmd_prepare)
+
+    lst = sub.add_parser("list", help="registered datasets or methods with their settings")
+    lst.add_argument("what", choices=["datasets", "methods"])
+    lst.set_defaults(func=cmd_list)
+
+    merge = sub.add_parser("merge", help="merge cell files along a run dimension")
+    merge.add_argument("inputs", nargs="*")
+    merge.add_argument("--list-file", help="file listing cell files, whitespace separated")
+    merge.add_argument("--output", required=True)
+    merge.set_defaults(func=cmd_merge)
+
+    fig = sub.add_parser("figure", help="draw a figure or table from a merged file")
+    fig.add_argument("kind")
+    fig.add_argument("--merged", required=True)
+    fig.add_argument("--output", required=True)
+    fig.set_defaults(func=cmd_figure)
+
+    val = sub.add_parser("validate", help="validate a config file and count its cells")
+    val.add_argument("config")
+    val.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .config import ConfigError
+    from .datasets.base import DatasetError
+    from .methods.base import SettingsError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, DatasetError, SettingsError) as err:
+        print(f"bnnsweep: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

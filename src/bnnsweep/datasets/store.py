@@ -1,0 +1,93 @@
+"""Round trip of a :class:`Dataset` through one compressed NetCDF file.
+
+Layout: for each split ``s`` the variables ``x_train__s``, ``y_train__s``, ``x_test__s``,
+``y_test__s``, ``y_mean__s`` and ``y_scale__s`` with dimensions of their own (``train__s``,
+``test__s``, ``input__s``, ``output__s``); global attributes ``bnnsweep_format``,
+``dataset_name``, ``split_names`` (JSON list, in order) and ``metadata`` (JSON object).
+Variables are float64 with zlib compression and no fill value, so values come back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .base import Dataset, DatasetError, Split
+
+FORMAT = "bnnsweep-dataset-1"
+_FIELDS = ("x_train", "y_train", "x_test", "y_test", "y_mean", "y_scale")
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def _dims(field: str, split: str) -> tuple[str, ...]:
+    rows = f"{'train' if field.endswith('train') else 'test'}__{split}"
+    if field.startswith("x_"):
+        return rows, f"input__{split}"
+    if field in ("y_mean", "y_scale"):
+        return (f"output__{split}",)
+    return rows, f"output__{split}"
+
+
+def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
+    """Write ``dataset`` to ``path`` (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    data_vars = {}
+    for split_name, split in dataset.splits.items():
+        if not _SPLIT_NAME.match(split_name):
+            raise DatasetError(f"split name {split_name!r} cannot be stored: use [A-Za-z0-9_]")
+        for field in _FIELDS:
+            values = np.asarray(getattr(split, field), dtype=np.float64)
+            data_vars[f"{field}__{split_name}"] = (_dims(field, split_name), values)
+    try:
+        metadata = json.dumps(dataset.metadata, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"metadata of {dataset.name!r} is not JSON-serialisable: {exc}") from exc
+    attrs = {
+        "bnnsweep_format": FORMAT,
+        "dataset_name": dataset.name,
+        "split_names": json.dumps(list(dataset.splits)),
+        "metadata": metadata,
+    }
+    ds = xr.Dataset(data_vars, attrs=attrs)
+    encoding = {name: {"zlib": True, "complevel": 4, "_FillValue": None} for name in data_vars}
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp_name, engine="netcdf4", format="NETCDF4", encoding=encoding)
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+    return path
+
+
+def load_netcdf(path: str | Path) -> Dataset:
+    """Read a file written by :func:`save_netcdf`; errors name the file."""
+    path = Path(path)
+    try:
+        with xr.open_dataset(
+            path, engine="netcdf4", mask_and_scale=False, decode_times=False
+        ) as ds:
+            if ds.attrs.get("bnnsweep_format") != FORMAT:
+                raise DatasetError(f"not a bnnsweep dataset file ({FORMAT})")
+            split_names = json.loads(ds.attrs["split_names"])
+            metadata = json.loads(ds.attrs["metadata"])
+            name = str(ds.attrs["dataset_name"])
+            splits = {}
+            for split_name in split_names:
+                fields = {
+                    field: np.array(ds[f"{field}__{split_name}"].values, dtype=np.float64)
+                    for field in _FIELDS
+                }
+                splits[split_name] = Split(split_name, **fields)
+    except DatasetError as exc:
+        raise DatasetError(f"{path}: {exc}") from exc
+    except (OSError, KeyError, ValueError) as exc:
+        raise DatasetError(f"{path}: cannot read dataset file ({exc})") from exc
+    return Dataset(name=name, splits=splits, metadata=metadata)

@@ -1,0 +1,67 @@
+"""Inference methods: one module each, one registry.
+
+A method is registered with its settings class (defaults + validation), the sweep axes it
+uses, and ``fit(split, settings, rng, log) -> FitResult``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import laplace, map_early_stopping
+from .base import FitResult, SettingsError, build_settings, suggest
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    settings_class: type
+    fit: Callable
+    axes: tuple[str, ...]
+    description: str
+
+    def settings(self, values: dict):
+        return build_settings(self.settings_class, values, where=f"method {self.name!r}")
+
+    def defaults(self) -> dict:
+        return dataclasses.asdict(self.settings_class())
+
+
+REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method) -> None:
+    REGISTRY[method.name] = method
+
+
+def get_method(name: str) -> Method:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise SettingsError(
+            f"unknown method {name!r}{suggest(name, REGISTRY)}; valid methods: {', '.join(sorted(REGISTRY))}"
+        ) from None
+
+
+register(
+    Method(
+        "laplace",
+        laplace.LaplaceSettings,
+        laplace.fit,
+        ("hidden",),
+        "evidence procedure: MAP + MacKay re-estimation, Laplace log evidence (paper 001 sec. 4)",
+    )
+)
+register(
+    Method(
+        "map",
+        map_early_stopping.MapSettings,
+        map_early_stopping.fit,
+        ("hidden",),
+        "penalised least squares with early stopping on a validation fraction, restarts",
+    )
+)
+
+__all__ = ["REGISTRY", "FitResult", "Method", "SettingsError", "get_method", "register"]

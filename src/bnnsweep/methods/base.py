@@ -1,0 +1,126 @@
+"""What every inference method shares: the FitResult it returns and typed, validated settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import numpy as np
+
+STATUSES = ("ok", "diverged", "not_converged")
+SEVERITY = {"ok": 0, "not_converged": 1, "diverged": 2}
+EVIDENCE_KINDS = ("none", "lower_bound", "laplace", "chain", "exact")
+
+
+class SettingsError(ValueError):
+    """A method setting that does not exist, has the wrong type or an invalid value."""
+
+
+@dataclass
+class FitResult:
+    """What a method computed for one cell, in the (possibly standardised) units it was fit in.
+
+    Predictions are over the split's test points, shape (T, P); ``train_mean``/``train_var``
+    over the training points give ``train_loglik``. ``members`` optionally holds predictions
+    of the parts of a method's answer (``mode`` for Laplace, ``component`` for mixtures) as
+    ``dim -> (mean (M, T, P), var (M, T, P))``. ``traces`` maps a name to ``(dims, array)``;
+    ``diagnostics`` holds scalars. Metrics in original units are derived from these by
+    ``bnnsweep.results`` so that every method is scored by the same code.
+    """
+
+    pred_mean: np.ndarray
+    pred_var: np.ndarray
+    train_mean: np.ndarray | None = None
+    train_var: np.ndarray | None = None
+    log_evidence: float = float("nan")
+    log_evidence_se: float = float("nan")
+    log_evidence_kind: str = "none"
+    members: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    traces: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
+    coords: dict[str, np.ndarray] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    n_grad_evals: int = 0
+    status: str = "ok"
+    status_message: str = ""
+    runtime_s: float = float("nan")
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.log_evidence_kind not in EVIDENCE_KINDS:
+            raise ValueError(f"log_evidence_kind must be one of {EVIDENCE_KINDS}")
+
+    def flag(self, status: str, message: str) -> None:
+        """Record numerical trouble: the most severe status wins, messages accumulate."""
+        if SEVERITY[status] > SEVERITY[self.status]:
+            self.status = status
+        self.status_message = "; ".join(m for m in (self.status_message, message) if m)
+
+
+def suggest(name: str, valid) -> str:
+    """' (did you mean X?)' when a close match of ``name`` exists among ``valid``."""
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_type(where: str, key: str, value: Any, annotation: Any) -> Any:
+    origin = getattr(annotation, "__origin__", None)
+    base = origin or annotation
+    if base is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingsError(f"{where}: setting {key!r} must be a number, got {value!r}")
+        return float(value)
+    if base is int:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise SettingsError(f"{where}: setting {key!r} must be an integer, got {value!r}")
+        return int(value)
+    if base is bool:
+        if not isinstance(value, bool):
+            raise SettingsError(f"{where}: setting {key!r} must be true or false, got {value!r}")
+        return value
+    if base is str:
+        if not isinstance(value, str):
+            raise SettingsError(f"{where}: setting {key!r} must be a string, got {value!r}")
+        return value
+    if base is dict:
+        if not isinstance(value, dict):
+            raise SettingsError(f"{where}: setting {key!r} must be a mapping, got {value!r}")
+        return value
+    return value
+
+
+def build_settings(cls, values: dict, where: str):
+    """Instantiate settings dataclass ``cls`` from ``values``, naming any bad key or value."""
+    if not isinstance(values, dict):
+        raise SettingsError(f"{where}: settings must be a mapping, got {values!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = get_type_hints(cls)
+    kwargs = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise SettingsError(
+                f"{where}: unknown setting {key!r}{suggest(key, fields)}; "
+                f"valid settings: {', '.join(sorted(fields))}"
+            )
+        kwargs[key] = _check_type(where, key, value, hints[key])
+    settings = cls(**kwargs)
+    try:
+        settings.validate()
+    except (ValueError, TypeError) as err:
+        raise SettingsError(f"{where}: {err}") from None
+    return settings
+
+
+def check_choice(key: str, value: str, choices) -> None:
+    if value not in choices:
+        raise ValueError(
+            f"setting {key!r} must be one of {', '.join(choices)}; got {value!r}{suggest(value, choices)}"
+        )
+
+
+def check_positive(key: str, value, allow_zero: bool = False) -> None:
+    if not (value > 0 or (allow_zero and value == 0)):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"setting {key!r} must be {bound}, got {value!r}")

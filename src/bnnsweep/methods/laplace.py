@@ -1,0 +1,208 @@
+"""``laplace``: the evidence procedure with Occam-hill model evidence (paper 001 sec. 4,
+thesis sec. 5.3.2).
+
+Per restart: find the MAP weights by quasi-Newton at fixed (alpha, beta), re-estimate the
+hyperparameters from the exact Hessian (gamma_k), alternate until converged, then evaluate the
+log evidence of the mode (paper 001 eq. 11 with ln h! + h ln 2). Distinct modes are combined
+by log-sum-exp, as the paper sums the evidences of the distinct solutions found. Predictions
+linearise the network at the mode: mean y(x; w*), variance 1/beta + g^T A^{-1} g.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..datasets.base import Split
+from ..models.objective import PenalisedError
+from .base import FitResult, check_choice, check_positive
+from .evidence import (
+    HessianFactor,
+    distinct_modes,
+    hyper_width_terms,
+    log_evidence_fixed_hyper,
+    reestimate,
+    symmetry_log_factor,
+    well_determined,
+)
+from .model_settings import ModelSettings
+from .optimise import minimise_weights
+
+
+@dataclass(frozen=True)
+class LaplaceSettings(ModelSettings):
+    """Settings of the evidence procedure (defaults: thesis sec. 5.5.2)."""
+
+    restarts: int = 10
+    cycles: int = 10
+    max_iter: int = 500
+    tol: float = 1e-7
+    hyper_tol: float = 1e-4
+    alpha_init: float = 0.3
+    beta_init: float = 200.0
+    init_scale: float = 1.0
+    evidence: str = "full"
+    prediction: str = "best"
+    mode_rtol: float = 1e-3
+    newton_steps: int = 100
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("restarts", "cycles", "max_iter"):
+            check_positive(key, getattr(self, key))
+        for key in ("tol", "hyper_tol", "alpha_init", "beta_init", "init_scale", "mode_rtol"):
+            check_positive(key, getattr(self, key))
+        check_choice("evidence", self.evidence, ("full", "paper"))
+        check_choice("prediction", self.prediction, ("best", "mixture"))
+
+
+@dataclass
+class Mode:
+    """One converged restart: weights, hyperparameters, Hessian and evidence."""
+
+    w: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    gamma: np.ndarray
+    factor: HessianFactor
+    log_evidence: float
+    converged: bool
+    cycles: int
+    n_evals: int
+
+
+def evidence_procedure(
+    objective: PenalisedError, noise_prior, w0: np.ndarray, s: LaplaceSettings, log
+) -> Mode:
+    """Alternate MAP weights and hyperparameter re-estimation from one start (thesis 5.3.2)."""
+    K = objective.prior.n_groups
+    alpha, beta = np.full(K, s.alpha_init), float(s.beta_init)
+    w, n_evals, converged, cycle = w0, 0, False, 0
+    use_hyperprior = s.evidence == "full"
+    for cycle in range(1, s.cycles + 1):
+        found = minimise_weights(
+            objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
+        )
+        w, n_evals = found.w, n_evals + found.n_evals
+        factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
+        gamma = well_determined(factor, objective, alpha)
+        new_alpha, new_beta = reestimate(objective, w, gamma, noise_prior, use_hyperprior)
+        change = max(
+            float(np.max(np.abs(np.log(new_alpha / alpha)))), abs(float(np.log(new_beta / beta)))
+        )
+        alpha, beta = new_alpha, new_beta
+        log(f"  cycle {cycle}: M={found.value:.6g} gamma={gamma.sum():.3f} beta={beta:.4g} d={change:.2e}")
+        if change < s.hyper_tol:
+            converged = True
+            break
+    # the evidence is evaluated at the mode of the final hyperparameters
+    found = minimise_weights(
+            objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
+        )
+    w, n_evals = found.w, n_evals + found.n_evals
+    factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
+    gamma = well_determined(factor, objective, alpha)
+    if factor.positive_definite:
+        net = objective.network
+        log_ev = (
+            log_evidence_fixed_hyper(objective, w, factor, alpha, beta)
+            + symmetry_log_factor(net.n_hidden, net.activation.odd)
+            + hyper_width_terms(objective, alpha, beta, gamma, noise_prior, s.evidence)
+        )
+    else:
+        log_ev = float("nan")
+    return Mode(w, alpha, beta, gamma, factor, float(log_ev), converged, cycle, n_evals)
+
+
+def predict(objective: PenalisedError, mode: Mode, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Linearised predictive mean y(x; w*) and variance 1/beta + g^T A^{-1} g, shape (T, P)."""
+    net = objective.network
+    mean = net.forward(mode.w[None, :], x)[0]
+    G = net.jacobian(mode.w[None, :], x)[0]  # (T, P, W)
+    return mean, 1.0 / mode.beta + mode.factor.quad_diag(G)
+
+
+def mixture_moments(weights, means, variances):
+    """Mean and variance of a mixture with the given weights over its first axis."""
+    weights = weights.reshape(-1, *([1] * (means.ndim - 1)))
+    mean = np.sum(weights * means, axis=0)
+    second = np.sum(weights * (variances + means**2), axis=0)
+    return mean, np.maximum(second - mean**2, 0.0)
+
+
+def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=print) -> FitResult:
+    objective, noise_prior = settings.build(split)
+    net = objective.network
+    starts = net.init_weights(rng, settings.restarts, settings.init_scale)
+    modes = []
+    for r, w0 in enumerate(starts):
+        log(f"restart {r + 1}/{settings.restarts}")
+        modes.append(evidence_procedure(objective, noise_prior, w0, settings, log))
+
+    pd = np.array([m.factor.positive_definite for m in modes])
+    distinct = distinct_modes(objective, [m.w for m in modes], settings.mode_rtol) & pd
+    log_ev = np.array([m.log_evidence for m in modes])
+    preds = [predict(objective, m, split.x_test) for m in modes]
+    train = [predict(objective, m, split.x_train) for m in modes]
+    member_mean = np.stack([p[0] for p in preds])
+    member_var = np.stack([p[1] for p in preds])
+
+    result = FitResult(
+        pred_mean=np.full_like(member_mean[0], np.nan),
+        pred_var=np.full_like(member_var[0], np.nan),
+        log_evidence_kind="laplace",
+        n_grad_evals=int(sum(m.n_evals for m in modes)),
+    )
+    if not pd.any():
+        result.flag("not_converged", "the Hessian is not positive definite at any mode")
+        result.pred_mean, result.pred_var = member_mean[0], member_var[0]
+        result.train_mean, result.train_var = train[0]
+    else:
+        if not pd.all():
+            bad = ", ".join(str(i) for i in np.flatnonzero(~pd))
+            result.flag("not_converged", f"Hessian not positive definite at restart(s) {bad}; excluded")
+        result.log_evidence = float(logsumexp(log_ev[distinct]))
+        if settings.prediction == "best":
+            best = int(np.nanargmax(np.where(pd, log_ev, -np.inf)))
+            result.pred_mean, result.pred_var = member_mean[best], member_var[best]
+            result.train_mean, result.train_var = train[best]
+        else:
+            weights = np.exp(log_ev[distinct] - result.log_evidence)
+            result.pred_mean, result.pred_var = mixture_moments(
+                weights, member_mean[distinct], member_var[distinct]
+            )
+            result.train_mean, result.train_var = mixture_moments(
+                weights, np.stack([t[0] for t in train])[distinct], np.stack([t[1] for t in train])[distinct]
+            )
+    if not all(m.converged for m in modes):
+        n_bad = sum(not m.converged for m in modes)
+        result.flag("ok", f"{n_bad} restart(s) reached the cycle limit before the hyperparameters settled")
+
+    group_names = np.array(objective.prior.group_names)
+    result.members["mode"] = (member_mean, member_var)
+    result.coords["group"] = group_names
+    result.traces.update(
+        {
+            "mode_log_evidence": (("mode",), log_ev),
+            "mode_distinct": (("mode",), distinct.astype(np.int8)),
+            "mode_positive_definite": (("mode",), pd.astype(np.int8)),
+            "mode_converged": (("mode",), np.array([m.converged for m in modes], dtype=np.int8)),
+            "mode_cycles": (("mode",), np.array([m.cycles for m in modes])),
+            "mode_alpha": (("mode", "group"), np.stack([m.alpha for m in modes])),
+            "mode_beta": (("mode",), np.array([m.beta for m in modes])),
+            "mode_gamma": (("mode",), np.array([m.gamma.sum() for m in modes])),
+            "mode_penalised_error": (
+                ("mode",),
+                np.array([objective.value(m.w[None, :], m.alpha, m.beta)[0] for m in modes]),
+            ),
+        }
+    )
+    result.diagnostics.update(
+        n_modes_distinct=int(distinct.sum()),
+        n_modes_positive_definite=int(pd.sum()),
+        symmetry_log_factor=symmetry_log_factor(net.n_hidden, net.activation.odd),
+        n_weights=net.n_weights,
+    )
+    return result

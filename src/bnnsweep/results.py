@@ -1,0 +1,213 @@
+"""FitResult -> one self-describing NetCDF file per sweep cell; atomic writes; merging.
+
+Every metric is computed here, from the method's predictions mapped back to original target
+units, so that all methods are scored by the same code. Contract variable names (DESIGN.md):
+``log_evidence``, ``log_evidence_se``, ``log_evidence_kind``, ``test_rmse``, ``test_nmse``,
+``test_loglik``, ``test_error_rate`` (classification), ``train_loglik``, ``pred_mean``,
+``pred_var``, ``status``, ``runtime_s``, ``n_grad_evals``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .datasets.base import Split
+from .methods.base import FitResult
+from .sweep import AXES, Cell
+
+UNITS = {
+    "log_evidence": ("log marginal likelihood ln p(D | model)", "nats"),
+    "log_evidence_se": ("standard error of log_evidence", "nats"),
+    "test_rmse": ("root mean squared test error, original target units", "target units"),
+    "test_mse": ("mean squared test error, original target units", "target units squared"),
+    "test_nmse": ("test MSE divided by the variance of the test targets", "1"),
+    "test_loglik": ("mean Gaussian predictive log density per test target, original units", "nats"),
+    "train_loglik": ("mean Gaussian predictive log density per training target, original units", "nats"),
+    "pred_mean": ("predictive mean at the test points, original units", "target units"),
+    "pred_var": ("predictive variance at the test points (incl. noise), original units", "target units squared"),
+    "y_test": ("test targets, original units", "target units"),
+    "runtime_s": ("wall time of the fit", "s"),
+    "n_grad_evals": ("gradient evaluations of the penalised error", "1"),
+}
+
+
+def gaussian_loglik(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
+    """Mean over targets of ln N(y | mean, var)."""
+    var = np.maximum(var, np.finfo(float).tiny)
+    return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))
+
+
+def to_original_units(split: Split, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return mean * split.y_scale + split.y_mean, var * split.y_scale**2
+
+
+def regression_metrics(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict[str, float]:
+    """test_rmse, test_mse, test_nmse and test_loglik of predictions in original units."""
+    mse = float(np.mean((y - mean) ** 2))
+    return {
+        "test_rmse": float(np.sqrt(mse)),
+        "test_mse": mse,
+        "test_nmse": mse / float(np.mean(np.var(y, axis=0))),
+        "test_loglik": gaussian_loglik(y, mean, var),
+    }
+
+
+def git_revision() -> str:
+    try:
+        root = Path(__file__).resolve().parents[2]
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def library_versions() -> dict[str, str]:
+    import netCDF4
+    import scipy
+
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "xarray": xr.__version__,
+        "netCDF4": netCDF4.__version__,
+    }
+
+
+def _var(values, dims, name):
+    long_name, units = UNITS.get(name, (name.replace("_", " "), "1"))
+    return xr.Variable(dims, np.asarray(values), attrs={"long_name": long_name, "units": units})
+
+
+def cell_dataset(result: FitResult, split: Split, cell: Cell) -> xr.Dataset:
+    """The cell's NetCDF content: sweep coordinates, predictions, metrics, traces, attributes."""
+    mean, var = to_original_units(split, result.pred_mean, result.pred_var)
+    y = split.y_test * split.y_scale + split.y_mean
+    data = {
+        "pred_mean": _var(mean, ("test_point", "output"), "pred_mean"),
+        "pred_var": _var(var, ("test_point", "output"), "pred_var"),
+        "y_test": _var(y, ("test_point", "output"), "y_test"),
+        "x_test": _var(split.x_test, ("test_point", "input"), "x_test"),
+        "log_evidence": _var(result.log_evidence, (), "log_evidence"),
+        "log_evidence_se": _var(result.log_evidence_se, (), "log_evidence_se"),
+        "log_evidence_kind": xr.Variable((), result.log_evidence_kind),
+        "status": xr.Variable((), result.status),
+        "status_message": xr.Variable((), result.status_message),
+        "runtime_s": _var(result.runtime_s, (), "runtime_s"),
+        "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
+    }
+    finite = np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
+    metrics = regression_metrics(y, mean, var) if finite else dict.fromkeys(
+        ("test_rmse", "test_mse", "test_nmse", "test_loglik"), np.nan
+    )
+    if result.train_mean is not None:
+        tmean, tvar = to_original_units(split, result.train_mean, result.train_var)
+        ytrain = split.y_train * split.y_scale + split.y_mean
+        metrics["train_loglik"] = gaussian_loglik(ytrain, tmean, tvar)
+    else:
+        metrics["train_loglik"] = np.nan
+    for name, value in metrics.items():
+        data[name] = _var(value, (), name)
+    for dim, (mm, mv) in result.members.items():
+        m_mean, m_var = to_original_units(split, mm, mv)
+        data[f"{dim}_pred_mean"] = _var(m_mean, (dim, "test_point", "output"), "pred_mean")
+        data[f"{dim}_test_rmse"] = _var(
+            np.sqrt(np.mean((m_mean - y) ** 2, axis=(1, 2))), (dim,), "test_rmse"
+        )
+        data[f"{dim}_test_mse"] = _var(np.mean((m_mean - y) ** 2, axis=(1, 2)), (dim,), "test_mse")
+    for name, (dims, values) in result.traces.items():
+        data[name] = _var(values, dims, name)
+    for name, value in result.diagnostics.items():
+        data[f"diag_{name}"] = xr.Variable((), value)
+    coords = {axis: getattr(cell, axis) for axis in ("experiment", "dataset", "split", "method", "seed")}
+    coords.update(cell.axis_values())
+    coords.update({name: xr.Variable((name,), values) for name, values in result.coords.items()})
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(
+        {
+            "title": f"bnnsweep cell {cell.path_id}",
+            "settings_json": json.dumps(cell.settings, sort_keys=True),
+            "cell_json": json.dumps(cell.key(), sort_keys=True),
+            "bnnsweep_version": __version__,
+            "git_revision": git_revision(),
+            "library_versions": json.dumps(library_versions(), sort_keys=True),
+            "seed": cell.seed,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "Conventions": "CF-1.8",
+        }
+    )
+    return ds
+
+
+def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write to a temporary file in the target directory, fsync, then rename over ``path``,
+    so that an interrupted write never leaves a file that looks complete."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
+    os.close(fd)
+    try:
+        encoding = {
+            name: {"zlib": True, "complevel": 4}
+            for name, var in ds.data_vars.items()
+            if var.dtype.kind in "fiu" and var.ndim > 0
+        }
+        ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+RUN_COORDS = ("experiment", "dataset", "split", "method", "seed", *AXES)
+
+
+def merge_cells(paths) -> xr.Dataset:
+    """Concatenate cell files along ``run``; sweep coordinates become coordinates of ``run``.
+
+    ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
+    Axes a method does not use hold their 'not applicable' value (see ``sweep.AXES``).
+    """
+    datasets = []
+    for path in sorted(str(p) for p in paths):
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+        ds = ds.expand_dims("run")
+        ds = ds.assign_coords({c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords})
+        ds = ds.assign_coords(cell_file=("run", [Path(path).name]))
+        ds.attrs = {"cell_attrs": json.dumps(ds.attrs, sort_keys=True)}
+        datasets.append(ds)
+    if not datasets:
+        raise ValueError("no cell files to merge")
+    merged = xr.concat(
+        datasets, dim="run", data_vars="all", coords="different", compat="equals", join="outer",
+        fill_value={},
+    )
+    merged.attrs = {
+        "title": "bnnsweep merged results",
+        "bnnsweep_version": __version__,
+        "n_runs": len(datasets),
+        "run_coordinates": ",".join(c for c in RUN_COORDS if c in merged.coords),
+    }
+    return merged
+
+
+def hypercube(merged: xr.Dataset, dims=RUN_COORDS) -> xr.Dataset:
+    """Pivot the ``run`` dimension into the labelled hypercube of the sweep axes."""
+    present = [d for d in dims if d in merged.coords]
+    return merged.set_index(run=present).unstack("run")
