@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-import yaml
+# One fit is one core: multithreaded BLAS on small matrices only adds contention (DESIGN.md
+# 'Execution'). Set before numpy is first imported; a user's explicit setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import yaml  # noqa: E402
 
 
 def _parse_set(items: list[str]) -> dict:

@@ -187,21 +187,27 @@ def merge_cells(paths) -> xr.Dataset:
     for path in sorted(str(p) for p in paths):
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
+        # integer labels on every unlabelled dimension, so that ragged traces align by padding
+        ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
         ds = ds.expand_dims("run")
         ds = ds.assign_coords({c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords})
         ds = ds.assign_coords(cell_file=("run", [Path(path).name]))
-        ds.attrs = {"cell_attrs": json.dumps(ds.attrs, sort_keys=True)}
+        for key in ("settings_json", "git_revision", "created"):
+            ds[key] = ("run", [str(ds.attrs.get(key, ""))])
+        versions = ds.attrs.get("library_versions", "{}")
+        ds.attrs = {}
         datasets.append(ds)
     if not datasets:
         raise ValueError("no cell files to merge")
     merged = xr.concat(
-        datasets, dim="run", data_vars="all", coords="different", compat="equals", join="outer",
+        datasets, dim="run", data_vars="all", coords="minimal", compat="override", join="outer",
         fill_value={},
     )
     merged.attrs = {
         "title": "bnnsweep merged results",
         "bnnsweep_version": __version__,
         "n_runs": len(datasets),
+        "library_versions": versions,
         "run_coordinates": ",".join(c for c in RUN_COORDS if c in merged.coords),
     }
     return merged

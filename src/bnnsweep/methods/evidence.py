@@ -57,10 +57,23 @@ class HessianFactor:
         return np.einsum("nw,wv,nv->n", flat, self.inverse(), flat).reshape(G.shape[:-1])
 
 
-def well_determined(factor: HessianFactor, objective: PenalisedError, alpha: np.ndarray) -> np.ndarray:
-    """gamma_k = W_k - alpha_k Tr_k(A^{-1}), clipped to [0, W_k] (paper 001 eq. 10)."""
+def well_determined(
+    factor: HessianFactor, objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float
+) -> np.ndarray:
+    """gamma_k = W_k - alpha_k Tr_k(A^{-1}), clipped to [0, W_k] (paper 001 eq. 10).
+
+    Where the exact Hessian is not positive definite (away from a mode), the Gauss-Newton
+    form A = beta J^T J + diag(alpha), positive definite by construction, is used instead.
+    """
     prior = objective.prior
-    trace_k = np.bincount(prior.group_index, weights=np.diag(factor.inverse()), minlength=prior.n_groups)
+    if factor.positive_definite:
+        diag_inv = np.diag(factor.inverse())
+    else:
+        J = objective.network.jacobian(w[None, :], objective.x)[0]
+        Jf = J.reshape(-1, J.shape[-1])
+        A = beta * Jf.T @ Jf + np.diag(prior.per_weight(alpha))
+        diag_inv = np.diag(HessianFactor.of(A).inverse())
+    trace_k = np.bincount(prior.group_index, weights=diag_inv, minlength=prior.n_groups)
     sizes = prior.group_sizes
     return np.clip(sizes - alpha * trace_k, 0.0, sizes)
 

@@ -87,7 +87,7 @@ def evidence_procedure(
         )
         w, n_evals = found.w, n_evals + found.n_evals
         factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
-        gamma = well_determined(factor, objective, alpha)
+        gamma = well_determined(factor, objective, w, alpha, beta)
         new_alpha, new_beta = reestimate(objective, w, gamma, noise_prior, use_hyperprior)
         change = max(
             float(np.max(np.abs(np.log(new_alpha / alpha)))), abs(float(np.log(new_beta / beta)))
@@ -103,7 +103,7 @@ def evidence_procedure(
         )
     w, n_evals = found.w, n_evals + found.n_evals
     factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
-    gamma = well_determined(factor, objective, alpha)
+    gamma = well_determined(factor, objective, w, alpha, beta)
     if factor.positive_definite:
         net = objective.network
         log_ev = (

@@ -58,15 +58,41 @@ def minimise_weights(
     )
     w, value, success, message = res.x, float(res.fun), bool(res.success), str(res.message)
     if newton_polish > 0 and np.isfinite(value):
-        polished = minimize(
-            fun,
-            w,
-            jac=True,
-            hess=lambda v: objective.hessian(v[None, :], alpha, beta)[0],
-            method="trust-exact",
-            options={"maxiter": newton_polish, "gtol": 1e-6},
-        )
-        if np.isfinite(polished.fun) and polished.fun <= value:
-            w, value = polished.x, float(polished.fun)
-            success, message = bool(polished.success), str(polished.message)
+        w, value, n_newton, newton_ok = newton_refine(objective, w, alpha, beta, newton_polish)
+        count[0] += n_newton
+        if newton_ok:
+            success, message = True, "Newton refinement reached the gradient tolerance"
     return Minimum(w, value, count[0], success, message)
+
+
+def newton_refine(
+    objective: PenalisedError, w: np.ndarray, alpha, beta, max_steps: int, gtol: float = 1e-6
+) -> tuple[np.ndarray, float, int, bool]:
+    """Levenberg-Marquardt damped Newton steps with the exact Hessian: solve
+    (A + mu I) p = -g by Cholesky, accept a step only if M decreases, and shrink mu after a
+    success / grow it after a failure. Converged when max |g| < gtol (1 + |M|)."""
+    value, grad = (a[0] for a in objective.value_and_grad(w[None, :], alpha, beta))
+    mu, n_evals, eye = 1e-3, 1, np.eye(w.size)
+    for _ in range(max_steps):
+        if np.max(np.abs(grad)) < gtol * (1.0 + abs(value)):
+            return w, float(value), n_evals, True
+        A = objective.hessian(w[None, :], alpha, beta)[0]
+        scale = max(1.0, float(np.max(np.abs(np.diag(A)))))
+        while mu < 1e12:
+            try:
+                chol = np.linalg.cholesky(A + mu * scale * eye)
+            except np.linalg.LinAlgError:
+                mu *= 10.0
+                continue
+            step = -np.linalg.solve(chol.T, np.linalg.solve(chol, grad))
+            new_value, new_grad = (a[0] for a in objective.value_and_grad((w + step)[None, :], alpha, beta))
+            n_evals += 1
+            if np.isfinite(new_value) and new_value <= value:
+                w, value, grad = w + step, new_value, new_grad
+                mu = max(mu / 10.0, 1e-12)
+                break
+            mu *= 10.0
+        else:
+            break
+    converged = bool(np.max(np.abs(grad)) < gtol * (1.0 + abs(value)))
+    return w, float(value), n_evals, converged
