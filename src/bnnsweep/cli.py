@@ -81,7 +81,7 @@ def cmd_list(args) -> int:
 
         for name in datasets.names():
             meta = datasets.describe(name)
-            splits = meta.get("splits", [])
+            splits = meta.get("split_names", [])
             print(f"{name}: {meta.get('task', '')}, {len(splits)} split(s); {meta.get('source', '')}")
     else:
         from .methods import REGISTRY

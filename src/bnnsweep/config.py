@@ -105,7 +105,7 @@ def expand(config: dict) -> list[Cell]:
                 raise ConfigError(f"config key {where!r}: method {method.name!r} has no axis {unused[0]!r}")
 
         def split_names(ds):
-            return datasets.describe(ds)["splits"]
+            return datasets.describe(ds)["split_names"]
 
         for ds in experiment["datasets"]:
             valid = split_names(ds)

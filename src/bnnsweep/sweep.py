@@ -87,3 +87,29 @@ def expand_experiment(name: str, experiment: dict, split_names) -> list[Cell]:
                         Cell(name, dataset, str(split), label, method_name, int(seed), axes, settings)
                     )
     return cells
+
+
+def fit_arguments(cell: Cell) -> str:
+    """The ``bnnsweep fit`` arguments of a cell, shell-quoted (used by the fit rule)."""
+    import shlex
+
+    axis_settings = dict(cell.axes)
+    settings = {k: v for k, v in cell.settings.items() if k not in axis_settings}
+    args = [
+        "--experiment", cell.experiment, "--dataset", cell.dataset, "--split", cell.split,
+        "--method", cell.method_name, "--label", cell.method, "--seed", str(cell.seed),
+    ]
+    for axis, value in cell.axes:
+        args += [f"--{axis}", str(value)]
+    args += ["--settings-json", json.dumps(settings, sort_keys=True)]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def cell_index(cells: list[Cell]) -> dict[str, Cell]:
+    """Cells by their path id (``experiment/cells/dataset/method/cell_id``); ids are unique."""
+    index: dict[str, Cell] = {}
+    for cell in cells:
+        if cell.path_id in index:
+            raise ValueError(f"two cells share the file {cell.path_id}.nc; make their labels differ")
+        index[cell.path_id] = cell
+    return index

@@ -1,0 +1,53 @@
+# bnnsweep: sweeps of Bayesian neural-network inference and model evidence.
+# This file holds no science: it reads and validates the config, expands the cells and
+# includes one rule file per stage. All mathematics lives in the `bnnsweep` package.
+import sys
+
+from snakemake.utils import min_version
+
+min_version("8.10")
+
+from bnnsweep.config import ConfigError, expand, validate
+from bnnsweep.sweep import cell_index, fit_arguments
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+try:
+    CONFIG = validate(config)
+    CELLS = cell_index(expand(CONFIG))
+except (ConfigError, ValueError) as err:
+    sys.stderr.write(f"bnnsweep: invalid configuration: {err}\n")
+    sys.exit(1)
+
+RESULTS = CONFIG["results_dir"]
+# the package's command line, from the environment Snakemake itself runs in
+BNNSWEEP = f"{sys.executable} -m bnnsweep.cli"
+EXPERIMENTS = CONFIG["experiments"]
+
+
+wildcard_constraints:
+    experiment="[a-z0-9_]+",
+    dataset="[a-z0-9_]+",
+    method="[a-z0-9_]+",
+    cell="[A-Za-z0-9_.-]+",
+    kind="[a-z_]+",
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/fit.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        [merged_file(e) for e in EXPERIMENTS],
+        [figure_files(e) for e in EXPERIMENTS],
+    default_target: True

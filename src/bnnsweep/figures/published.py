@@ -1,0 +1,54 @@
+"""Published test errors to set beside our own, keyed by (dataset, method label, metric).
+
+Each key maps to a tuple of :class:`Reference` (one per source). ``short`` is the compact
+citation shown in tables, ``source`` the full one. Values are in the units of the metric as
+bnnsweep computes it (``test_nmse`` is unitless; ``test_rmse`` in original target units).
+The published numbers were obtained with the papers' own architectures and protocols, so
+they are a reference level, not a like-for-like comparison for every hidden size.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Reference(NamedTuple):
+    value: float
+    source: str
+    short: str
+
+
+PUBLISHED: dict[tuple[str, str, str], tuple[Reference, ...]] = {
+    ("sunspots", "laplace", "test_nmse"): (
+        Reference(0.171, "thesis Table 5.1 (evidence)", "thesis T5.1"),
+        Reference(0.18, "paper 000 Table 1 (evidence)", "paper 000 T1"),
+    ),
+    ("sunspots", "map", "test_nmse"): (
+        Reference(0.262, "thesis Table 5.1 (early stopping)", "thesis T5.1"),
+        Reference(0.22, "paper 000 Table 1 (early stopping)", "paper 000 T1"),
+    ),
+    ("tecator", "laplace", "test_rmse"): (
+        Reference(0.55, "thesis Table 5.2 (evidence, Thodberg)", "thesis T5.2"),
+    ),
+    ("tecator", "map", "test_rmse"): (
+        Reference(0.65, "thesis Table 5.2 (early stopping)", "thesis T5.2"),
+    ),
+}
+
+
+def references(dataset: str, method: str) -> dict[str, tuple[Reference, ...]]:
+    """Every published metric known for ``(dataset, method)``: ``{metric: references}``."""
+    return {
+        metric: refs
+        for (ds, m, metric), refs in sorted(PUBLISHED.items())
+        if ds == dataset and m == method
+    }
+
+
+def format_references(dataset: str, method: str) -> str:
+    """E.g. ``"test_nmse: 0.171 (thesis T5.1); 0.18 (paper 000 T1)"``; ``""`` if none known."""
+    parts = []
+    for metric, refs in references(dataset, method).items():
+        values = "; ".join(f"{ref.value:g} ({ref.short})" for ref in refs)
+        parts.append(f"{metric}: {values}")
+    return " | ".join(parts)

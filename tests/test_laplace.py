@@ -1,0 +1,146 @@
+"""The evidence procedure against closed forms on a Bayesian linear model."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.stats import multivariate_normal
+
+from bnnsweep.datasets.base import Split
+from bnnsweep.methods import get_method
+from bnnsweep.methods.evidence import (
+    HessianFactor,
+    distinct_modes,
+    log_evidence_fixed_hyper,
+    symmetry_log_factor,
+)
+from bnnsweep.methods.laplace import evidence_procedure
+from bnnsweep.methods.optimise import minimise_weights
+
+LINEAR = {"hidden": 0, "activation": "linear", "prior": "grouped", "restarts": 1}
+
+
+def linear_split(n_out=1, seed=1, n=40):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    w = rng.normal(size=(3, n_out))
+    t = x @ w + 0.3 + 0.3 * rng.normal(size=(n, n_out))
+    return Split("default", x, t, x[:7], t[:7], np.zeros(n_out), np.ones(n_out))
+
+
+def closed_form_log_evidence(objective, alpha, beta):
+    """ln N(t | 0, I/beta + Phi diag(1/alpha) Phi^T), one Gaussian per output."""
+    x, t = objective.x, objective.t
+    n, n_in = x.shape
+    a = objective.prior.per_weight(alpha)
+    layout = objective.network.slices
+    total = 0.0
+    for p in range(t.shape[1]):
+        idx = np.r_[np.arange(layout["Wd"].start + p * n_in, layout["Wd"].start + (p + 1) * n_in),
+                    layout["b2"].start + p]
+        phi = np.column_stack([x, np.ones(n)])
+        cov = np.eye(n) / beta + phi @ np.diag(1.0 / a[idx]) @ phi.T
+        total += multivariate_normal(np.zeros(n), cov).logpdf(t[:, p])
+    return total
+
+
+@pytest.mark.parametrize("n_out", [1, 2])
+def test_laplace_evidence_is_exact_for_a_linear_model(n_out):
+    split = linear_split(n_out)
+    settings = get_method("laplace").settings(LINEAR)
+    objective, _ = settings.build(split)
+    alpha, beta = np.array([0.7, 2.0]), 5.0
+    w = minimise_weights(objective, np.zeros(objective.network.n_weights), alpha, beta, 1000, 1e-15,
+                         newton_polish=20).w
+    factor = HessianFactor.of(objective.hessian(w[None], alpha, beta)[0])
+    ours = log_evidence_fixed_hyper(objective, w, factor, alpha, beta)
+    assert abs(ours - closed_form_log_evidence(objective, alpha, beta)) < 1e-8
+
+
+def test_reestimation_reaches_type_ii_maximum_likelihood():
+    split = linear_split()
+    settings = get_method("laplace").settings(
+        {**LINEAR, "evidence": "paper", "cycles": 3000, "hyper_tol": 1e-12, "tol": 1e-15}
+    )
+    objective, noise = settings.build(split)
+    mode = evidence_procedure(objective, noise, np.zeros(objective.network.n_weights), settings,
+                              lambda *_: None)
+    assert mode.converged
+
+    def log_ev(theta):
+        return closed_form_log_evidence(objective, np.exp(theta[:2]), np.exp(theta[2]))
+
+    # the fixed point is a stationary point of the exact type-II likelihood ...
+    theta = np.log(np.r_[mode.alpha, mode.beta])
+    eps = 1e-5
+    grad = [(log_ev(theta + e) - log_ev(theta - e)) / (2 * eps) for e in np.eye(3) * eps]
+    assert np.max(np.abs(grad)) < 1e-5
+    # ... and its maximum, found independently
+    best = minimize(lambda th: -log_ev(th), np.zeros(3), method="Nelder-Mead",
+                    options={"xatol": 1e-9, "fatol": 1e-13, "maxiter": 20000})
+    np.testing.assert_allclose(theta, best.x, atol=1e-3)
+    assert log_ev(theta) >= -best.fun - 1e-9
+
+
+def test_full_evidence_matches_quadrature_over_hyperparameters():
+    """With Gamma hyperpriors, 'full' approximates ln int p(D|a,b) p(a) p(b) da db; on a
+    linear model that integral is a 3-D quadrature in (ln alpha_1, ln alpha_2, ln beta)."""
+    split = linear_split(n=60)
+    values = {**LINEAR, "prior": "single", "cycles": 500, "hyper_tol": 1e-10,
+              "hyperpriors": {"weights": {"shape": 1.0, "rate": 1.0}},
+              "noise_hyperprior": {"shape": 2.0, "rate": 0.1}}
+    result = get_method("laplace").fit(split, get_method("laplace").settings(values),
+                                       np.random.default_rng(0), log=lambda *_: None)
+    objective, noise = get_method("laplace").settings(values).build(split)
+    grid_a = np.linspace(-6, 6, 241)
+    grid_b = np.linspace(-2, 6, 241)
+    log_joint = np.empty((grid_a.size, grid_b.size))
+    prior = objective.prior.hyperpriors[0]
+    for i, la in enumerate(grid_a):
+        for j, lb in enumerate(grid_b):
+            a, b = np.exp(la), np.exp(lb)
+            log_joint[i, j] = (closed_form_log_evidence(objective, np.array([a]), b)
+                               + prior.logpdf(a) + la + noise.logpdf(b) + lb)
+    from scipy.special import logsumexp
+
+    exact = logsumexp(log_joint) + np.log(grid_a[1] - grid_a[0]) + np.log(grid_b[1] - grid_b[0])
+    assert result.log_evidence_kind == "laplace"
+    assert abs(result.log_evidence - exact) < 0.05
+
+
+def test_symmetry_factor():
+    assert symmetry_log_factor(3, True) == pytest.approx(np.log(6) + 3 * np.log(2))
+    assert symmetry_log_factor(0, True) == 0.0
+
+
+def test_symmetric_modes_are_not_counted_twice():
+    settings = get_method("laplace").settings({"hidden": 3, "activation": "tanh"})
+    split = linear_split()
+    objective, _ = settings.build(split)
+    net = objective.network
+    w = net.init_weights(np.random.default_rng(0), 1)[0]
+    p = {k: v[0].copy() for k, v in net.unpack(w[None]).items()}
+    order = [2, 0, 1]
+    flipped = np.concatenate([(-p["W1"][order]).ravel(), -p["b1"][order], (-p["W2"][:, order]).ravel(), p["b2"]])
+    np.testing.assert_allclose(net.forward(w[None], split.x_train), net.forward(flipped[None], split.x_train))
+    other = w + 0.5
+    assert distinct_modes(objective, [w, flipped, other], 1e-6).tolist() == [True, False, True]
+
+
+def test_laplace_records_non_positive_definite_hessian_in_status(monkeypatch):
+    from bnnsweep.methods import evidence
+
+    original = evidence.HessianFactor.of
+
+    def broken(A):
+        factor = original(A)
+        factor.chol = None
+        return factor
+
+    monkeypatch.setattr(evidence.HessianFactor, "of", staticmethod(broken))
+    split = linear_split()
+    settings = get_method("laplace").settings({**LINEAR, "cycles": 2, "restarts": 2})
+    result = get_method("laplace").fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    assert result.status == "not_converged"
+    assert "not positive definite" in result.status_message
+    assert np.isnan(result.log_evidence)
+    assert np.all(np.isfinite(result.pred_mean))

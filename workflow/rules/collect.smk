@@ -1,0 +1,13 @@
+rule merge:
+    """All cells of an experiment along a `run` dimension, in one NetCDF file."""
+    input:
+        lambda wc: cell_files(wc.experiment),
+    output:
+        f"{RESULTS}/{{experiment}}/merged.nc",
+    log:
+        f"{RESULTS}/logs/{{experiment}}/merge.log",
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{BNNSWEEP} merge {input} --output {output} > {log} 2>&1"

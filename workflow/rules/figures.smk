@@ -1,0 +1,31 @@
+rule figure:
+    """A figure of an experiment, drawn from its merged file only."""
+    input:
+        f"{RESULTS}/{{experiment}}/merged.nc",
+    output:
+        report(
+            f"{RESULTS}/{{experiment}}/figures/{{kind}}.png",
+            caption="../report/figure.rst",
+            category="{experiment}",
+        ),
+    log:
+        f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}.log",
+    shell:
+        "{BNNSWEEP} figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
+
+
+rule error_table:
+    """Test errors per dataset and method, as Markdown and CSV, with published values."""
+    input:
+        f"{RESULTS}/{{experiment}}/merged.nc",
+    output:
+        md=report(
+            f"{RESULTS}/{{experiment}}/tables/error_table.md",
+            caption="../report/error_table.rst",
+            category="{experiment}",
+        ),
+        csv=f"{RESULTS}/{{experiment}}/tables/error_table.csv",
+    log:
+        f"{RESULTS}/logs/{{experiment}}/error_table.log",
+    shell:
+        "{BNNSWEEP} figure error_table --merged {input} --output {output.md} > {log} 2>&1"
