@@ -1,7 +1,9 @@
 # bnnsweep: sweeps of Bayesian neural-network inference and model evidence.
 # This file holds no science: it reads and validates the config, expands the cells and
 # includes one rule file per stage. All mathematics lives in the `bnnsweep` package.
+import os
 import sys
+from pathlib import Path
 
 from snakemake.utils import min_version
 
@@ -11,7 +13,12 @@ from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.sweep import cell_index, fit_arguments
 
 
-configfile: "config/config.yaml"
+# The default sweep, unless another config is given with --configfile (which would otherwise
+# be merged into this one, adding its experiments to the default ones).
+if not config:
+
+    configfile: "config/config.yaml"
+
 
 
 report: "workflow/report/workflow.rst"
@@ -25,8 +32,13 @@ except (ConfigError, ValueError) as err:
     sys.exit(1)
 
 RESULTS = CONFIG["results_dir"]
-# the package's command line, from the environment Snakemake itself runs in
-BNNSWEEP = f"{sys.executable} -m bnnsweep.cli"
+envvars:
+    "PATH",
+
+
+# Jobs find the `bnnsweep` command of the environment Snakemake itself runs in, even when
+# that environment (e.g. a virtualenv) was not activated.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 EXPERIMENTS = CONFIG["experiments"]
 
 

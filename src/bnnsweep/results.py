@@ -194,6 +194,10 @@ def merge_cells(paths) -> xr.Dataset:
         ds = ds.assign_coords(cell_file=("run", [Path(path).name]))
         for key in ("settings_json", "git_revision", "created"):
             ds[key] = ("run", [str(ds.attrs.get(key, ""))])
+        # fixed-width strings would be cut to the first file's width when concatenated
+        for name in list(ds.variables):
+            if ds[name].dtype.kind == "U":
+                ds[name] = ds[name].astype(object)
         versions = ds.attrs.get("library_versions", "{}")
         ds.attrs = {}
         datasets.append(ds)

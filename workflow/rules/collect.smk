@@ -9,5 +9,7 @@ rule merge:
     resources:
         mem_mb=4000,
         runtime=30,
+    conda:
+        "../../envs/bnnsweep.yaml"
     shell:
-        "{BNNSWEEP} merge {input} --output {output} > {log} 2>&1"
+        "bnnsweep merge {input} --output {output} > {log} 2>&1"

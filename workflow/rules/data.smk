@@ -7,5 +7,7 @@ rule prepare_data:
     resources:
         mem_mb=2000,
         runtime=10,
+    conda:
+        "../../envs/bnnsweep.yaml"
     shell:
-        "{BNNSWEEP} prepare --dataset {wildcards.dataset} --output {output} > {log} 2>&1"
+        "bnnsweep prepare --dataset {wildcards.dataset} --output {output} > {log} 2>&1"

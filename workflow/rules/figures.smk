@@ -10,8 +10,10 @@ rule figure:
         ),
     log:
         f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}.log",
+    conda:
+        "../../envs/bnnsweep.yaml"
     shell:
-        "{BNNSWEEP} figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
+        "bnnsweep figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
 
 
 rule error_table:
@@ -27,5 +29,7 @@ rule error_table:
         csv=f"{RESULTS}/{{experiment}}/tables/error_table.csv",
     log:
         f"{RESULTS}/logs/{{experiment}}/error_table.log",
+    conda:
+        "../../envs/bnnsweep.yaml"
     shell:
-        "{BNNSWEEP} figure error_table --merged {input} --output {output.md} > {log} 2>&1"
+        "bnnsweep figure error_table --merged {input} --output {output.md} > {log} 2>&1"

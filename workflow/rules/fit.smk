@@ -13,6 +13,8 @@ rule fit:
     resources:
         mem_mb=2000,
         runtime=60,
+    conda:
+        "../../envs/bnnsweep.yaml"
     shell:
         "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-        "{BNNSWEEP} fit {params.args} --data {input.data} --output {output} --log {log}"
+        "bnnsweep fit {params.args} --data {input.data} --output {output} --log {log}"

@@ -51,4 +51,4 @@ def format_references(dataset: str, method: str) -> str:
     for metric, refs in references(dataset, method).items():
         values = "; ".join(f"{ref.value:g} ({ref.short})" for ref in refs)
         parts.append(f"{metric}: {values}")
-    return " | ".join(parts)
+    return " / ".join(parts)

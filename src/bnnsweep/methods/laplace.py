@@ -36,7 +36,7 @@ class LaplaceSettings(ModelSettings):
     """Settings of the evidence procedure (defaults: thesis sec. 5.5.2)."""
 
     restarts: int = 10
-    cycles: int = 10
+    cycles: int = 30
     max_iter: int = 500
     tol: float = 1e-7
     hyper_tol: float = 1e-4

@@ -1,0 +1,95 @@
+"""Figures and tables drawn from merged result files only.
+
+>>> from bnnsweep.figures import draw
+>>> draw("occam_hill", "results/exp/merged.nc", "figures/occam_hill.png")  # doctest: +SKIP
+
+``FIGURES`` maps a kind to ``(function, suffix)``: the function takes the merged
+``xarray.Dataset`` and returns a matplotlib ``Figure`` (suffix ``.png``) or a pandas
+``DataFrame`` (suffix ``.md``; written as Markdown and CSV). Kinds:
+
+``occam_hill``
+    log evidence and test error against hidden units, per dataset (paper 001 figs. 2-3)
+``evidence_vs_error``
+    log evidence against test NMSE per mode/run, one facet per dataset (paper 000 fig. 2)
+``toy_regression``
+    predictive mean, +-2 s.d. band, targets and training data for one-input datasets
+    (paper 000 fig. 1)
+``error_table``
+    mean +- s.e. of test errors and log evidence per dataset/method/hidden, with published
+    reference values
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import xarray as xr
+from matplotlib.figure import Figure
+
+from ._common import method_palette, save_figure
+from .error_table import error_table, write_table
+from .evidence_vs_error import evidence_vs_error
+from .occam_hill import occam_hill
+from .toy_regression import toy_regression
+
+FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = {
+    "occam_hill": (occam_hill, ".png"),
+    "evidence_vs_error": (evidence_vs_error, ".png"),
+    "toy_regression": (toy_regression, ".png"),
+    "error_table": (error_table, ".md"),
+}
+
+__all__ = [
+    "FIGURES",
+    "draw",
+    "error_table",
+    "evidence_vs_error",
+    "load_merged",
+    "method_palette",
+    "occam_hill",
+    "toy_regression",
+    "write_table",
+]
+
+
+def load_merged(path: str | os.PathLike) -> xr.Dataset:
+    """Read a merged NetCDF file fully into memory and close it."""
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
+
+
+def _output_path(kind: str, suffix: str, output_path) -> Path:
+    path = Path(output_path)
+    allowed = (".md", ".csv") if suffix == ".md" else (suffix,)
+    if path.suffix == "":
+        return path.with_suffix(suffix)
+    if path.suffix.lower() not in allowed:
+        raise ValueError(
+            f"{kind!r} writes {' and '.join(allowed)} files; output {str(path)!r} has suffix "
+            f"{path.suffix!r}"
+        )
+    return path
+
+
+def draw(kind: str, merged_path: str | os.PathLike | xr.Dataset, output_path) -> list[Path]:
+    """Draw figure or table ``kind`` from the merged file ``merged_path`` (or an already
+    loaded Dataset) into ``output_path``; return the paths written.
+
+    Figures are PNG at 150 dpi. Tables write ``<stem>.md`` and ``<stem>.csv``. A missing
+    suffix gets the kind's own. Raises ``ValueError`` for an unknown kind (listing the valid
+    ones) or a suffix that does not fit the kind.
+    """
+    if kind not in FIGURES:
+        raise ValueError(f"unknown figure kind {kind!r}; valid kinds: {', '.join(FIGURES)}")
+    function, suffix = FIGURES[kind]
+    path = _output_path(kind, suffix, output_path)
+    ds = merged_path if isinstance(merged_path, xr.Dataset) else load_merged(merged_path)
+    result = function(ds)
+    if isinstance(result, pd.DataFrame):
+        return write_table(result, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(result, path)
+    return [path]

@@ -1,0 +1,262 @@
+"""Helpers shared by the figure modules: tidy frames from a merged file, colours, styling.
+
+Figures are drawn on standalone :class:`matplotlib.figure.Figure` objects with an Agg canvas,
+so nothing here touches pyplot's global state or the interactive backend of the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import xarray as xr
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", "hidden", "components")
+MEMBER_DIMS = ("mode", "component")
+"""Dimensions of the parts of a method's answer (Laplace modes, mixture components)."""
+
+NOISY_TEST_TARGETS = frozenset({"robot_arm"})
+"""Datasets whose test targets carry the generating noise, so that test MSE / noise variance
+has the theoretical minimum 1. Used when the dataset metadata lack ``test_targets_noisy``."""
+
+DPI = 150
+
+
+# --------------------------------------------------------------------------- styling
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Seaborn's whitegrid theme for axes created inside the block (no global change)."""
+    with sns.axes_style("whitegrid"), sns.plotting_context("notebook", font_scale=0.9):
+        yield
+
+
+def new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def note_figure(text: str, title: str = "") -> Figure:
+    """A small figure that only says why there is nothing to draw."""
+    with style():
+        fig = new_figure(6.0, 2.5)
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, transform=ax.transAxes)
+        if title:
+            ax.set_title(title)
+    return fig
+
+
+def note(ax, text: str) -> None:
+    ax.text(
+        0.5,
+        0.5,
+        text,
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        color="0.35",
+        fontsize="small",
+        wrap=True,
+    )
+
+
+def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
+    """Fixed colours keyed by the sorted method labels, so every figure of one merged file
+    colours a method alike."""
+    labels = sorted({str(m) for m in methods})
+    base = "colorblind" if len(labels) <= 10 else "husl"
+    return dict(zip(labels, sns.color_palette(base, max(len(labels), 1)), strict=False))
+
+
+def save_figure(fig: Figure, path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, format="png", bbox_inches="tight")
+    fig.clear()
+
+
+# --------------------------------------------------------------------------- dataset metadata
+
+
+@lru_cache(maxsize=64)
+def _describe(name: str) -> dict:
+    from .. import datasets
+
+    try:
+        return datasets.describe(name)
+    except Exception:  # unregistered name (e.g. synthetic test data): no metadata
+        return {}
+
+
+def dataset_meta(name: str) -> dict:
+    return dict(_describe(str(name)))
+
+
+def noise_sd(name: str) -> float | None:
+    value = _describe(str(name)).get("noise_sd")
+    return None if value is None else float(value)
+
+
+def test_targets_noisy(name: str) -> bool:
+    meta = _describe(str(name))
+    if "test_targets_noisy" in meta:
+        return bool(meta["test_targets_noisy"])
+    return str(name) in NOISY_TEST_TARGETS
+
+
+# --------------------------------------------------------------------------- tidy frames
+
+
+def _strings(values: np.ndarray) -> np.ndarray:
+    return np.array([str(v) for v in values], dtype=object)
+
+
+def runs_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run: the run coordinates and every scalar (run-only) variable.
+
+    ``run`` holds the position along the merged file's ``run`` dimension.
+    """
+    n = ds.sizes.get("run", 0)
+    columns: dict[str, np.ndarray] = {"run": np.arange(n)}
+    for name, var in [*ds.coords.items(), *ds.data_vars.items()]:
+        if var.dims != ("run",):
+            continue
+        values = var.values
+        columns[str(name)] = _strings(values) if values.dtype.kind in "USO" else values
+    frame = pd.DataFrame(columns)
+    for col in ("dataset", "split", "method", "status", "log_evidence_kind"):
+        if col not in frame:
+            frame[col] = "ok" if col == "status" else ""
+    for col in ("seed", "hidden", "components"):
+        if col not in frame:
+            frame[col] = -1
+    for col in ("log_evidence", "log_evidence_se", "test_rmse", "test_mse", "test_nmse"):
+        if col not in frame:
+            frame[col] = np.nan
+    frame["nmse_scale"] = _nmse_scale(ds, frame)
+    return frame
+
+
+def _nmse_scale(ds: xr.Dataset, frame: pd.DataFrame) -> np.ndarray:
+    """Per run, the divisor that turns test MSE into NMSE (mean over outputs of the variance of
+    the test targets), taken from ``test_mse / test_nmse`` or else from ``y_test``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = frame["test_mse"].to_numpy(float) / frame["test_nmse"].to_numpy(float)
+    if "y_test" in ds and ds["y_test"].dims[0] == "run":
+        y = ds["y_test"].transpose("run", "test_point", ...).values
+        y = y.reshape(y.shape[0], y.shape[1], -1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fallback = np.nanmean(np.nanvar(y, axis=1), axis=1)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, fallback)
+    return scale
+
+
+def member_dims(ds: xr.Dataset) -> list[str]:
+    """Member dimensions that carry per-member test errors in ``ds``."""
+    return [
+        dim
+        for dim in MEMBER_DIMS
+        if f"{dim}_test_mse" in ds and ds[f"{dim}_test_mse"].dims == ("run", dim)
+    ]
+
+
+def members_frame(ds: xr.Dataset, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per member (mode/component) with a finite test error.
+
+    Columns: the run columns, ``level`` (the member dimension), ``member`` (its index),
+    ``member_log_evidence`` (NaN when the member has none), ``counted`` (whether the member
+    enters the run's evidence: ``{dim}_distinct`` when present, otherwise a finite evidence),
+    ``member_test_mse``, ``member_test_rmse`` and ``member_test_nmse``.
+    """
+    runs = runs_frame(ds) if runs is None else runs
+    parts = []
+    for dim in member_dims(ds):
+        mse = ds[f"{dim}_test_mse"].transpose("run", dim).values.astype(float)
+        rmse_name = f"{dim}_test_rmse"
+        rmse = (
+            ds[rmse_name].transpose("run", dim).values.astype(float)
+            if rmse_name in ds
+            else np.sqrt(mse)
+        )
+        ev_name = f"{dim}_log_evidence"
+        evidence = (
+            ds[ev_name].transpose("run", dim).values.astype(float)
+            if ev_name in ds
+            else np.full_like(mse, np.nan)
+        )
+        distinct_name = f"{dim}_distinct"
+        if distinct_name in ds:
+            flags = ds[distinct_name].transpose("run", dim).values.astype(float)
+            counted = np.nan_to_num(flags, nan=0.0) > 0.5
+        else:
+            counted = np.isfinite(evidence)
+        run_idx, member_idx = np.nonzero(np.isfinite(mse))
+        if run_idx.size == 0:
+            continue
+        part = runs.iloc[run_idx].reset_index(drop=True).copy()
+        part["level"] = dim
+        part["member"] = member_idx
+        part["member_log_evidence"] = evidence[run_idx, member_idx]
+        part["counted"] = counted[run_idx, member_idx] & np.isfinite(part["member_log_evidence"])
+        part["member_test_mse"] = mse[run_idx, member_idx]
+        part["member_test_rmse"] = rmse[run_idx, member_idx]
+        part["member_test_nmse"] = part["member_test_mse"] / part["nmse_scale"]
+        parts.append(part)
+    if not parts:
+        columns = [
+            *runs.columns,
+            "level",
+            "member",
+            "member_log_evidence",
+            "counted",
+            "member_test_mse",
+            "member_test_rmse",
+            "member_test_nmse",
+        ]
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)
+
+
+def usable(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose numbers mean something: everything except ``diverged``."""
+    return runs[runs["status"] != "diverged"]
+
+
+def mean_se(values) -> tuple[float, float, int]:
+    """Mean, standard error (sample s.d. / sqrt(n); NaN for n < 2) and n of finite values."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n == 0:
+        return np.nan, np.nan, 0
+    se = float(np.std(x, ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+    return float(np.mean(x)), se, n
+
+
+def test_error(dataset: str) -> tuple[str, str, float | None]:
+    """(column, axis label, divisor) of the headline test error for ``dataset``: MSE / noise
+    variance when the noise level is known, else RMSE."""
+    sd = noise_sd(dataset)
+    if sd is not None and sd > 0:
+        return "test_mse", f"test MSE / noise variance (σ = {sd:g}; unitless)", sd**2
+    return "test_rmse", "test RMSE (target units)", None
+
+
+def dodge(methods: list[str], spacing: float) -> dict[str, float]:
+    """Small horizontal offsets so that methods at one x do not hide each other."""
+    if len(methods) <= 1:
+        return dict.fromkeys(methods, 0.0)
+    width = 0.25 * spacing
+    offsets = np.linspace(-width / 2, width / 2, len(methods))
+    return dict(zip(methods, offsets, strict=True))

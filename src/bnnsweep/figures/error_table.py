@@ -1,0 +1,102 @@
+"""``error_table``: test errors per dataset, method and sweep axis value, with published values.
+
+One row per (dataset, method[, hidden][, components][, schedule]) — an axis is a column
+only when some run uses it. For each metric, the mean and standard error (sample s.d. /
+sqrt(n)) over the group's seeds and splits, taken over runs with a finite value and not
+``diverged``; ``n_runs`` counts every run of the group, ``n_not_ok`` those whose status is
+not ``ok``. ``published`` lists the reference values of :mod:`.published` for the dataset
+and method label. :func:`write_table` writes the same table as Markdown and CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._common import mean_se, runs_frame
+from .published import format_references
+
+METRICS = ("test_rmse", "test_nmse", "test_loglik", "log_evidence")
+AXIS_NA = {"hidden": -1, "components": -1, "schedule": "none"}
+"""Sweep axes and their 'not applicable' value (as in ``bnnsweep.sweep.AXES``)."""
+
+
+def _used_axes(runs: pd.DataFrame) -> list[str]:
+    return [
+        axis
+        for axis, na in AXIS_NA.items()
+        if axis in runs and (runs[axis].astype(str) != str(na)).any()
+    ]
+
+
+def error_table(ds: xr.Dataset) -> pd.DataFrame:
+    runs = runs_frame(ds)
+    keys = ["dataset", "method", *_used_axes(runs)]
+    rows = []
+    for values, group in runs.groupby(keys, sort=True):
+        row = dict(zip(keys, values, strict=True))
+        row["n_runs"] = len(group)
+        row["n_not_ok"] = int((group["status"] != "ok").sum())
+        kept = group[group["status"] != "diverged"]
+        for metric in METRICS:
+            column = kept[metric] if metric in kept else pd.Series(dtype=float)
+            mean, se, _ = mean_se(column)
+            row[f"{metric}_mean"] = mean
+            row[f"{metric}_se"] = se
+        row["published"] = format_references(row["dataset"], row["method"])
+        rows.append(row)
+    columns = [
+        *keys,
+        "n_runs",
+        "n_not_ok",
+        *(f"{m}_{s}" for m in METRICS for s in ("mean", "se")),
+        "published",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _fmt(mean: float, se: float) -> str:
+    if not np.isfinite(mean):
+        return "–"
+    if not np.isfinite(se):
+        return f"{mean:.4g}"
+    return f"{mean:.4g} ± {se:.2g}"
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """Markdown with 'mean ± s.e.' cells (s.e. omitted for a single run, '–' for none)."""
+    keys = [c for c in table.columns if c in ("dataset", "method", *AXIS_NA)]
+    header = [*keys, "n runs", "n not ok", *METRICS, "published"]
+    lines = [
+        "# Test errors",
+        "",
+        "Mean ± standard error over seeds and splits (runs with a finite value, diverged runs",
+        "excluded). test_rmse in original target units; test_nmse = MSE / variance of the test",
+        "targets; test_loglik = mean Gaussian log predictive density (nats); log_evidence in",
+        "nats. Published values were obtained with the papers' own architectures.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|"
+        + "|".join("---" if i < len(keys) else "---:" for i in range(len(header) - 1))
+        + "|---|",
+    ]
+    for _, row in table.iterrows():
+        cells = [str(row[k]) for k in keys]
+        cells += [str(int(row["n_runs"])), str(int(row["n_not_ok"]))]
+        cells += [_fmt(row[f"{m}_mean"], row[f"{m}_se"]) for m in METRICS]
+        cells.append(str(row["published"]).replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(table: pd.DataFrame, path) -> list[Path]:
+    """Write ``<stem>.md`` and ``<stem>.csv`` next to ``path``; return both paths."""
+    path = Path(path)
+    md, csv = path.with_suffix(".md"), path.with_suffix(".csv")
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(to_markdown(table), encoding="utf-8")
+    table.to_csv(csv, index=False, float_format="%.10g")
+    return [md, csv]

@@ -1,0 +1,140 @@
+"""``evidence_vs_error``: log evidence against test NMSE (paper 000 fig. 2).
+
+One facet per dataset. Each member counted in a run's evidence (a Laplace mode with
+``mode_distinct``; later, mixture components with their own ``component_log_evidence``) is a
+circle at (member log evidence, member test NMSE); each run with a log evidence is a square
+at (combined ``log_evidence``, ``test_nmse``). Colour is the method, marker size the number
+of hidden units. Member NMSE uses the run's own normaliser (``test_mse / test_nmse``), so
+member and run points are on one scale. Diverged runs are left out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from ._common import members_frame, method_palette, new_figure, note, runs_frame, style, usable
+
+
+def _points(ds: xr.Dataset) -> pd.DataFrame:
+    all_runs = runs_frame(ds)
+    runs = usable(all_runs)
+    members = members_frame(ds, all_runs)
+    members = members[members["run"].isin(runs["run"]) & members["counted"]]
+    member_points = pd.DataFrame(
+        {
+            "dataset": members["dataset"],
+            "method": members["method"],
+            "hidden": members["hidden"],
+            "level": members["level"],
+            "log_evidence": members["member_log_evidence"],
+            "test_nmse": members["member_test_nmse"],
+        }
+    )
+    run_points = pd.DataFrame(
+        {
+            "dataset": runs["dataset"],
+            "method": runs["method"],
+            "hidden": runs["hidden"],
+            "level": "run",
+            "log_evidence": runs["log_evidence"],
+            "test_nmse": runs["test_nmse"],
+        }
+    )
+    points = pd.concat([member_points, run_points], ignore_index=True)
+    finite = np.isfinite(points[["log_evidence", "test_nmse"]].to_numpy(float)).all(axis=1)
+    return points[finite]
+
+
+def evidence_vs_error(ds: xr.Dataset) -> Figure:
+    runs = runs_frame(ds)
+    palette = method_palette(runs["method"])
+    names = sorted(runs["dataset"].unique()) or ["(no runs)"]
+    points = _points(ds)
+    hidden_values = sorted(points["hidden"].unique())
+    sizes = dict(zip(hidden_values, np.linspace(30, 120, max(len(hidden_values), 1)), strict=False))
+    ncols = min(3, len(names))
+    nrows = math.ceil(len(names) / ncols)
+    with style():
+        fig = new_figure(4.8 * ncols + 1.8, 4.0 * nrows)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax, name in zip(axes, names, strict=False):
+            ax.set_title(name)
+            ax.set_xlabel("log evidence (nats)")
+            ax.set_ylabel("test NMSE (unitless)")
+            d = points[points["dataset"] == name]
+            if d.empty:
+                without = sorted(runs.loc[runs["dataset"] == name, "method"].unique())
+                note(
+                    ax,
+                    "no run with both a log evidence and a test NMSE\n(methods: "
+                    + ", ".join(without)
+                    + ")",
+                )
+                continue
+            for (method, level), group in d.groupby(["method", "level"], sort=True):
+                ax.scatter(
+                    group["log_evidence"],
+                    group["test_nmse"],
+                    s=group["hidden"].map(sizes),
+                    marker="s" if level == "run" else "o",
+                    color=palette[method],
+                    edgecolors="white" if level == "run" else palette[method],
+                    linewidths=0.6,
+                    alpha=0.75,
+                    zorder=2 if level == "run" else 3,
+                )
+            nmse = d["test_nmse"].to_numpy(float)
+            if np.all(nmse > 0) and nmse.max() / nmse.min() > 30:
+                ax.set_yscale("log")
+        for ax in axes[len(names) :]:
+            ax.set_axis_off()
+
+        grey = "0.35"
+        with_points = set(points["method"])
+        handles = [
+            Line2D([], [], color=palette[m], marker="o", linestyle="", label=m)
+            if m in with_points
+            else Line2D(
+                [],
+                [],
+                color=palette[m],
+                marker="o",
+                markerfacecolor="none",
+                linestyle="",
+                label=f"{m} (no log evidence)",
+            )
+            for m in sorted(runs["method"].unique())
+        ]
+        for level in sorted(set(points["level"]) - {"run"}):
+            handles.append(
+                Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} (counted)")
+            )
+        if (points["level"] == "run").any():
+            handles.append(
+                Line2D([], [], color=grey, marker="s", linestyle="", label="run (combined)")
+            )
+        for h in hidden_values:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=grey,
+                    marker="o",
+                    linestyle="",
+                    markersize=np.sqrt(sizes[h]),
+                    markerfacecolor="none",
+                    label=f"H = {h}" if h >= 0 else "H n/a",
+                )
+            )
+        if handles:
+            axes[min(len(names), ncols) - 1].legend(
+                handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small"
+            )
+        fig.suptitle("Log evidence against test error")
+    return fig

@@ -1,0 +1,232 @@
+"""``occam_hill``: log evidence and test error against the number of hidden units (paper 001
+figs. 2-3, after MacKay).
+
+Per dataset, a row of two panels. (a) One point per mode counted in a Laplace run's evidence
+(``mode_log_evidence`` where ``mode_distinct``), one point per run for methods without modes,
+and per method a line through the mean over seeds (and splits) of the run's combined
+``log_evidence``, with +- one standard error when there are several seeds. (b) The test error
+of every mode (hollow when the mode is not counted in the evidence: a duplicate, or no
+positive-definite Hessian) or run, and per method the mean +- s.e. of the runs' test error.
+The test error is MSE / noise variance when the dataset's noise level is known (with the
+theoretical minimum 1 when the test targets are noisy), otherwise RMSE. Diverged runs and
+runs without a hidden-units axis are left out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from ._common import (
+    dodge,
+    mean_se,
+    members_frame,
+    method_palette,
+    new_figure,
+    note,
+    runs_frame,
+    style,
+    test_error,
+    test_targets_noisy,
+    usable,
+)
+
+MEMBER_SIZE = 36
+RUN_SIZE = 32
+
+
+def _mean_line(ax, frame: pd.DataFrame, column: str, offset: float, color) -> None:
+    rows = []
+    for hidden, group in frame.groupby("hidden", sort=True):
+        mean, se, n = mean_se(group[column])
+        if n:
+            rows.append((hidden + offset, mean, se))
+    if not rows:
+        return
+    x, y, se = (np.array(v, dtype=float) for v in zip(*rows, strict=True))
+    yerr = np.where(np.isfinite(se), se, 0.0) if np.isfinite(se).any() else None
+    ax.errorbar(
+        x,
+        y,
+        yerr=yerr,
+        color=color,
+        marker="D",
+        markersize=5,
+        markeredgecolor="white",
+        linewidth=1.6,
+        capsize=3,
+        zorder=3,
+    )
+
+
+def _scatter(ax, x, y, color, marker: str, filled: bool, size: float) -> None:
+    if len(x) == 0:
+        return
+    ax.scatter(
+        x,
+        y,
+        s=size,
+        marker=marker,
+        facecolors=color if filled else "none",
+        edgecolors=color,
+        linewidths=1.1,
+        alpha=0.8,
+        zorder=2,
+    )
+
+
+def _maybe_log(ax, values) -> None:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size and np.all(v > 0) and v.max() / v.min() > 30:
+        ax.set_yscale("log")
+
+
+def _draw_dataset(
+    ax_ev, ax_err, name: str, runs: pd.DataFrame, members: pd.DataFrame, palette: dict
+) -> None:
+    ax_ev.set_title(f"{name}: (a) log evidence")
+    ax_err.set_title(f"{name}: (b) test error")
+    ax_ev.set_xlabel("hidden units H")
+    ax_err.set_xlabel("hidden units H")
+    ax_ev.set_ylabel("log evidence ln p(D | H) (nats)")
+    err_col, err_label, divisor = test_error(name)
+    ax_err.set_ylabel(err_label)
+    if runs.empty:
+        for ax in (ax_ev, ax_err):
+            note(ax, "no usable runs with a hidden-units axis")
+        return
+
+    hidden = np.sort(runs["hidden"].unique())
+    spacing = float(np.min(np.diff(hidden))) if hidden.size > 1 else 1.0
+    methods = sorted(runs["method"].unique())
+    offsets = dodge(methods, spacing)
+    without_evidence = []
+    errors_drawn = []
+    for method in methods:
+        color = palette[method]
+        m_runs = runs[runs["method"] == method]
+        m_members = members[members["method"] == method]
+        off = offsets[method]
+
+        # (a) evidence: counted members, else one point per run
+        counted = m_members[m_members["counted"]]
+        _scatter(
+            ax_ev,
+            counted["hidden"] + off,
+            counted["member_log_evidence"],
+            color,
+            "o",
+            True,
+            MEMBER_SIZE,
+        )
+        lone = m_runs[~m_runs["run"].isin(counted["run"])]
+        lone = lone[np.isfinite(lone["log_evidence"].to_numpy(float))]
+        _scatter(ax_ev, lone["hidden"] + off, lone["log_evidence"], color, "s", True, RUN_SIZE)
+        if np.isfinite(m_runs["log_evidence"].to_numpy(float)).any():
+            _mean_line(ax_ev, m_runs, "log_evidence", off, color)
+        elif counted.empty:
+            without_evidence.append(method)
+
+        # (b) test error of each member (hollow when not counted), else of each run
+        if divisor is not None:
+            member_err = m_members["member_test_mse"] / divisor
+            run_err = m_runs["test_mse"] / divisor
+        else:
+            member_err = m_members["member_test_rmse"]
+            run_err = m_runs["test_rmse"]
+        flags = m_members["counted"].to_numpy(bool)
+        x = m_members["hidden"].to_numpy(float) + off
+        _scatter(ax_err, x[flags], member_err[flags], color, "o", True, MEMBER_SIZE)
+        _scatter(ax_err, x[~flags], member_err[~flags], color, "o", False, MEMBER_SIZE)
+        lone = ~m_runs["run"].isin(m_members["run"])
+        _scatter(ax_err, m_runs["hidden"][lone] + off, run_err[lone], color, "s", True, RUN_SIZE)
+        _mean_line(ax_err, m_runs.assign(error=run_err), "error", off, color)
+        errors_drawn += [*member_err, *run_err]
+
+    if divisor is not None and test_targets_noisy(name):
+        ax_err.axhline(1.0, color="0.3", linestyle="--", linewidth=1, zorder=1)
+        ax_err.annotate(
+            "theoretical minimum 1.0",
+            xy=(0.01, 1.0),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize="x-small",
+            color="0.3",
+        )
+        errors_drawn.append(1.0)
+    _maybe_log(ax_err, errors_drawn)
+    if len(without_evidence) == len(methods):
+        note(ax_ev, "no method with a log evidence")
+    elif without_evidence:
+        ax_ev.text(
+            0.99,
+            0.02,
+            "no log evidence: " + ", ".join(without_evidence),
+            ha="right",
+            va="bottom",
+            transform=ax_ev.transAxes,
+            fontsize="x-small",
+            color="0.35",
+        )
+    for ax in (ax_ev, ax_err):
+        ax.set_xticks(hidden)
+        ax.set_xlim(hidden[0] - 0.5 * spacing, hidden[-1] + 0.5 * spacing)
+
+
+def _legend_handles(palette: dict, methods, members: pd.DataFrame) -> list[Line2D]:
+    handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in methods]
+    grey = "0.3"
+    for level in sorted(members["level"].unique()) if not members.empty else []:
+        handles.append(
+            Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} in evidence")
+        )
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=grey,
+                marker="o",
+                markerfacecolor="none",
+                linestyle="",
+                label=f"{level} not counted",
+            )
+        )
+    handles.append(Line2D([], [], color=grey, marker="s", linestyle="", label="run (per seed)"))
+    handles.append(
+        Line2D([], [], color=grey, marker="D", linestyle="-", label="mean ± s.e. over seeds")
+    )
+    return handles
+
+
+def occam_hill(ds: xr.Dataset) -> Figure:
+    all_runs = runs_frame(ds)
+    palette = method_palette(all_runs["method"])
+    runs = usable(all_runs)
+    runs = runs[runs["hidden"] >= 0]
+    members = members_frame(ds, all_runs)
+    members = members[members["run"].isin(runs["run"])]
+    names = sorted(all_runs["dataset"].unique()) or ["(no runs)"]
+    with style():
+        fig = new_figure(12.5, 4.4 * len(names))
+        axes = fig.subplots(len(names), 2, squeeze=False)
+        for row, name in enumerate(names):
+            d_runs = runs[runs["dataset"] == name]
+            d_members = members[members["dataset"] == name]
+            _draw_dataset(axes[row, 0], axes[row, 1], name, d_runs, d_members, palette)
+            methods = sorted(d_runs["method"].unique())
+            if methods:
+                axes[row, 1].legend(
+                    handles=_legend_handles(palette, methods, d_members),
+                    loc="upper left",
+                    bbox_to_anchor=(1.02, 1.0),
+                    fontsize="small",
+                    title="method / marker",
+                    title_fontsize="small",
+                )
+        fig.suptitle("Occam hill: log evidence and test error against hidden units")
+    return fig

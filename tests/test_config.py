@@ -1,0 +1,98 @@
+"""Config validation: errors name the key, before any job runs."""
+
+import copy
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bnnsweep.config import ConfigError, expand, load, validate
+
+BASE = {
+    "experiments": {
+        "exp": {
+            "datasets": ["toy_sine"],
+            "methods": {"laplace": {"hidden": [1, 2], "restarts": 2}, "map": {"hidden": 3}},
+        }
+    }
+}
+
+
+def test_defaults_filled_and_cells_expanded():
+    config = validate(BASE)
+    exp = config["experiments"]["exp"]
+    assert exp["seeds"] == [0] and exp["splits"] == ["default"]
+    cells = expand(config)
+    assert sorted((c.method, dict(c.axes)["hidden"]) for c in cells) == [
+        ("laplace", 1), ("laplace", 2), ("map", 3)
+    ]
+    assert BASE["experiments"]["exp"].get("seeds") is None  # input not mutated
+
+
+def test_shipped_configs_are_valid():
+    for name in ("config/config.yaml", "config/smoke.yaml"):
+        assert expand(load(name))
+
+
+def bad(mutate):
+    config = copy.deepcopy(BASE)
+    mutate(config["experiments"]["exp"])
+    return config
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda e: e["methods"].update(laplase={"hidden": 1}), "unknown method 'laplase' (did you mean 'laplace'?)"),
+        (lambda e: e["methods"]["laplace"].update(hidden=[-1]), "experiments.exp.methods.laplace.hidden"),
+        (lambda e: e["methods"]["laplace"].update(hidden=[]), "experiments.exp.methods.laplace.hidden"),
+        (lambda e: e.update(seedz=[1]), "'experiments.exp.seedz' is not allowed (did you mean 'seeds'?)"),
+        (lambda e: e["methods"]["laplace"].update(restart=3), "unknown setting 'restart' (did you mean 'restarts'?)"),
+        (lambda e: e["methods"]["laplace"].update(restarts="many"), "'restarts' must be an integer"),
+        (lambda e: e["methods"]["laplace"].update(activation="sigmoid"), "setting 'activation' must be one of"),
+        (lambda e: e.update(datasets=["robot_armm"]), "unknown dataset 'robot_armm' (did you mean 'robot_arm'?)"),
+        (lambda e: e.update(datasets=["../etc"]), "experiments.exp.datasets.0"),
+        (lambda e: e.update(splits=["7"]), "has no split '7'"),
+        (lambda e: e.update(seeds=[-3]), "experiments.exp.seeds.0"),
+    ],
+)
+def test_bad_config_names_the_key(mutate, message):
+    with pytest.raises(ConfigError) as err:
+        expand(validate(bad(mutate)))
+    assert message in str(err.value)
+
+
+def test_unknown_top_level_key_suggests():
+    with pytest.raises(ConfigError, match="did you mean 'experiments'"):
+        validate({"experiment": BASE["experiments"]})
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load(tmp_path / "nope.yaml")
+    path = tmp_path / "bad.yaml"
+    path.write_text("experiments: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load(path)
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(yaml_values, st.fixed_dictionaries({"experiments": yaml_values})))
+def test_fuzzed_documents_validate_or_fail_cleanly(document):
+    try:
+        expand(validate(document))
+    except ConfigError:
+        pass
+
+
+def test_yaml_round_trip_of_default_config_is_stable():
+    raw = yaml.safe_load(open("config/config.yaml"))
+    assert validate(raw) == validate(validate(raw))

@@ -1,0 +1,118 @@
+"""End to end: the smoke sweep under Snakemake in a temporary directory, merged results,
+resumption after an interruption, reruns triggered by a changed setting, and the CLI."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from bnnsweep.results import hypercube
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+pytestmark = pytest.mark.workflow
+
+
+def snakemake(workdir, config, *extra, check=True):
+    cmd = [*SNAKEMAKE, "--cores", "2", "--snakefile", str(ROOT / "Snakefile"),
+           "--directory", str(workdir), *extra, "--configfile", str(config)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke")
+    config = workdir / "smoke.yaml"
+    shutil.copy(ROOT / "config" / "smoke.yaml", config)
+    snakemake(workdir, config)
+    return workdir, config
+
+
+def test_smoke_sweep_writes_merged_results_and_figures(smoke_run):
+    workdir, _ = smoke_run
+    results = workdir / "results" / "smoke"
+    with xr.open_dataset(results / "merged.nc") as merged:
+        assert merged.sizes["run"] == 3
+        assert set(merged.method.values) == {"laplace", "map"}
+        for name in ("log_evidence", "log_evidence_kind", "test_rmse", "test_nmse", "test_loglik",
+                     "train_loglik", "pred_mean", "pred_var", "status", "runtime_s", "n_grad_evals"):
+            assert name in merged
+        assert np.all(np.isfinite(merged.test_rmse.values))
+        laplace = merged.where(merged.method == "laplace", drop=True)
+        assert np.all(np.isfinite(laplace.log_evidence.values))
+        cube = hypercube(merged)
+        assert cube.test_rmse.sel(method="map", hidden=2).notnull().all()
+        assert cube.test_rmse.sel(method="map", hidden=1).isnull().all()  # ragged axis
+        assert merged.pred_mean.attrs["units"] and merged.test_rmse.attrs["long_name"]
+    for kind in ("occam_hill", "toy_regression"):
+        assert (results / "figures" / f"{kind}.png").stat().st_size > 5000
+    assert (results / "tables" / "error_table.md").read_text().count("|") > 10
+
+
+def test_cell_file_records_settings_and_provenance(smoke_run):
+    workdir, _ = smoke_run
+    cell = next((workdir / "results" / "smoke" / "cells" / "toy_sine" / "laplace").glob("h1_*.nc"))
+    with xr.open_dataset(cell) as ds:
+        assert '"restarts": 2' in ds.attrs["settings_json"]
+        assert ds.attrs["bnnsweep_version"] and ds.attrs["git_revision"]
+        assert ds.log_evidence_kind.item() == "laplace"
+
+
+def test_rerun_after_interruption_and_changed_setting(smoke_run):
+    workdir, config = smoke_run
+    cells = sorted((workdir / "results" / "smoke" / "cells").rglob("*.nc"))
+    stamps = {p: p.stat().st_mtime_ns for p in cells}
+    # an interrupted sweep: one finished cell lost, a half-written temporary file left behind
+    victim = cells[0]
+    victim.unlink()
+    (victim.parent / f".{victim.name}.abc.tmp.nc").write_bytes(b"partial")
+    dry = snakemake(workdir, config, "-n", "--quiet", "rules")
+    assert "fit" in dry.stdout
+    snakemake(workdir, config)
+    assert victim.exists()
+    for p in cells[1:]:
+        assert p.stat().st_mtime_ns == stamps[p], f"{p.name} was recomputed"
+    # changing one method's setting reruns only that method's cells
+    changed = yaml.safe_load(config.read_text())
+    changed["experiments"]["smoke"]["methods"]["map"]["restarts"] = 3
+    config.write_text(yaml.safe_dump(changed))
+    dry = snakemake(workdir, config, "-n")
+    fits = [line for line in dry.stdout.splitlines() if "cells/toy_sine/" in line and "output:" in line]
+    assert fits and all("/map/" in line for line in fits)
+
+
+def test_malformed_config_fails_before_any_job(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({"experiments": {"x": {"datasets": ["toy_sine"],
+                                      "methods": {"laplace": {"hidden": [-2]}}}}}))
+    proc = snakemake(tmp_path, config, check=False)
+    assert proc.returncode != 0
+    assert "experiments.x.methods.laplace.hidden" in proc.stderr + proc.stdout
+    assert not (tmp_path / "results").exists()
+
+
+def test_cli_fit_list_and_errors(tmp_path):
+    out = tmp_path / "cell.nc"
+    cli = [sys.executable, "-m", "bnnsweep.cli"]
+    subprocess.run([*cli, "fit", "--dataset", "toy_sine", "--method", "map", "--hidden", "2",
+                    "--set", "restarts=1", "--set", "max_iter=50", "--output", str(out)],
+                   check=True, capture_output=True)
+    with xr.open_dataset(out) as ds:
+        assert ds.hidden.item() == 2 and ds.method.item() == "map"
+    listing = subprocess.run([*cli, "list", "methods"], check=True, capture_output=True, text=True)
+    assert "laplace" in listing.stdout and "restarts" in listing.stdout
+    bad = subprocess.run([*cli, "fit", "--dataset", "nope", "--method", "map", "--output",
+                          str(tmp_path / "x.nc")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown dataset 'nope'" in bad.stderr
+    bad = subprocess.run([*cli, "fit", "--dataset", "toy_sine", "--method", "map", "--set",
+                          "restartz=1", "--output", str(tmp_path / "x.nc")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "did you mean 'restarts'" in bad.stderr
+    assert not (tmp_path / "x.nc").exists()
