@@ -214,17 +214,14 @@ def members_frame(ds: xr.Dataset, runs: pd.DataFrame | None = None) -> pd.DataFr
         part["member_test_nmse"] = part["member_test_mse"] / part["nmse_scale"]
         parts.append(part)
     if not parts:
-        columns = [
-            *runs.columns,
-            "level",
-            "member",
-            "member_log_evidence",
-            "counted",
-            "member_test_mse",
-            "member_test_rmse",
-            "member_test_nmse",
-        ]
-        return pd.DataFrame(columns=columns)
+        empty = runs.iloc[:0].copy()
+        empty["level"] = pd.Series(dtype=object)
+        empty["member"] = pd.Series(dtype=np.int64)
+        empty["member_log_evidence"] = pd.Series(dtype=float)
+        empty["counted"] = pd.Series(dtype=bool)
+        for col in ("member_test_mse", "member_test_rmse", "member_test_nmse"):
+            empty[col] = pd.Series(dtype=float)
+        return empty
     return pd.concat(parts, ignore_index=True)
 
 

@@ -25,7 +25,7 @@ def _points(ds: xr.Dataset) -> pd.DataFrame:
     all_runs = runs_frame(ds)
     runs = usable(all_runs)
     members = members_frame(ds, all_runs)
-    members = members[members["run"].isin(runs["run"]) & members["counted"]]
+    members = members[members["run"].isin(runs["run"]) & members["counted"].astype(bool)]
     member_points = pd.DataFrame(
         {
             "dataset": members["dataset"],

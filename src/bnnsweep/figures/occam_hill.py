@@ -113,7 +113,7 @@ def _draw_dataset(
         off = offsets[method]
 
         # (a) evidence: counted members, else one point per run
-        counted = m_members[m_members["counted"]]
+        counted = m_members[m_members["counted"].to_numpy(bool)]
         _scatter(
             ax_ev,
             counted["hidden"] + off,
