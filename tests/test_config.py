@@ -25,7 +25,9 @@ def test_defaults_filled_and_cells_expanded():
     assert exp["seeds"] == [0] and exp["splits"] == ["default"]
     cells = expand(config)
     assert sorted((c.method, dict(c.axes)["hidden"]) for c in cells) == [
-        ("laplace", 1), ("laplace", 2), ("map", 3)
+        ("laplace", 1),
+        ("laplace", 2),
+        ("map", 3),
     ]
     assert BASE["experiments"]["exp"].get("seeds") is None  # input not mutated
 
@@ -44,14 +46,38 @@ def bad(mutate):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda e: e["methods"].update(laplase={"hidden": 1}), "unknown method 'laplase' (did you mean 'laplace'?)"),
-        (lambda e: e["methods"]["laplace"].update(hidden=[-1]), "experiments.exp.methods.laplace.hidden"),
-        (lambda e: e["methods"]["laplace"].update(hidden=[]), "experiments.exp.methods.laplace.hidden"),
-        (lambda e: e.update(seedz=[1]), "'experiments.exp.seedz' is not allowed (did you mean 'seeds'?)"),
-        (lambda e: e["methods"]["laplace"].update(restart=3), "unknown setting 'restart' (did you mean 'restarts'?)"),
-        (lambda e: e["methods"]["laplace"].update(restarts="many"), "'restarts' must be an integer"),
-        (lambda e: e["methods"]["laplace"].update(activation="sigmoid"), "setting 'activation' must be one of"),
-        (lambda e: e.update(datasets=["robot_armm"]), "unknown dataset 'robot_armm' (did you mean 'robot_arm'?)"),
+        (
+            lambda e: e["methods"].update(laplase={"hidden": 1}),
+            "unknown method 'laplase' (did you mean 'laplace'?)",
+        ),
+        (
+            lambda e: e["methods"]["laplace"].update(hidden=[-1]),
+            "experiments.exp.methods.laplace.hidden",
+        ),
+        (
+            lambda e: e["methods"]["laplace"].update(hidden=[]),
+            "experiments.exp.methods.laplace.hidden",
+        ),
+        (
+            lambda e: e.update(seedz=[1]),
+            "'experiments.exp.seedz' is not allowed (did you mean 'seeds'?)",
+        ),
+        (
+            lambda e: e["methods"]["laplace"].update(restart=3),
+            "unknown setting 'restart' (did you mean 'restarts'?)",
+        ),
+        (
+            lambda e: e["methods"]["laplace"].update(restarts="many"),
+            "'restarts' must be an integer",
+        ),
+        (
+            lambda e: e["methods"]["laplace"].update(activation="sigmoid"),
+            "setting 'activation' must be one of",
+        ),
+        (
+            lambda e: e.update(datasets=["robot_armm"]),
+            "unknown dataset 'robot_armm' (did you mean 'robot_arm'?)",
+        ),
         (lambda e: e.update(datasets=["../etc"]), "experiments.exp.datasets.0"),
         (lambda e: e.update(splits=["7"]), "has no split '7'"),
         (lambda e: e.update(seeds=[-3]), "experiments.exp.seeds.0"),
@@ -79,7 +105,9 @@ def test_missing_file_and_bad_yaml(tmp_path):
 
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=10,
 )
 

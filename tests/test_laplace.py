@@ -35,8 +35,10 @@ def closed_form_log_evidence(objective, alpha, beta):
     layout = objective.network.slices
     total = 0.0
     for p in range(t.shape[1]):
-        idx = np.r_[np.arange(layout["Wd"].start + p * n_in, layout["Wd"].start + (p + 1) * n_in),
-                    layout["b2"].start + p]
+        idx = np.r_[
+            np.arange(layout["Wd"].start + p * n_in, layout["Wd"].start + (p + 1) * n_in),
+            layout["b2"].start + p,
+        ]
         phi = np.column_stack([x, np.ones(n)])
         cov = np.eye(n) / beta + phi @ np.diag(1.0 / a[idx]) @ phi.T
         total += multivariate_normal(np.zeros(n), cov).logpdf(t[:, p])
@@ -49,8 +51,9 @@ def test_laplace_evidence_is_exact_for_a_linear_model(n_out):
     settings = get_method("laplace").settings(LINEAR)
     objective, _ = settings.build(split)
     alpha, beta = np.array([0.7, 2.0]), 5.0
-    w = minimise_weights(objective, np.zeros(objective.network.n_weights), alpha, beta, 1000, 1e-15,
-                         newton_polish=20).w
+    w = minimise_weights(
+        objective, np.zeros(objective.network.n_weights), alpha, beta, 1000, 1e-15, newton_polish=20
+    ).w
     factor = HessianFactor.of(objective.hessian(w[None], alpha, beta)[0])
     ours = log_evidence_fixed_hyper(objective, w, factor, alpha, beta)
     assert abs(ours - closed_form_log_evidence(objective, alpha, beta)) < 1e-8
@@ -62,8 +65,9 @@ def test_reestimation_reaches_type_ii_maximum_likelihood():
         {**LINEAR, "evidence": "paper", "cycles": 3000, "hyper_tol": 1e-12, "tol": 1e-15}
     )
     objective, noise = settings.build(split)
-    mode = evidence_procedure(objective, noise, np.zeros(objective.network.n_weights), settings,
-                              lambda *_: None)
+    mode = evidence_procedure(
+        objective, noise, np.zeros(objective.network.n_weights), settings, lambda *_: None
+    )
     assert mode.converged
 
     def log_ev(theta):
@@ -75,8 +79,12 @@ def test_reestimation_reaches_type_ii_maximum_likelihood():
     grad = [(log_ev(theta + e) - log_ev(theta - e)) / (2 * eps) for e in np.eye(3) * eps]
     assert np.max(np.abs(grad)) < 1e-5
     # ... and its maximum, found independently
-    best = minimize(lambda th: -log_ev(th), np.zeros(3), method="Nelder-Mead",
-                    options={"xatol": 1e-9, "fatol": 1e-13, "maxiter": 20000})
+    best = minimize(
+        lambda th: -log_ev(th),
+        np.zeros(3),
+        method="Nelder-Mead",
+        options={"xatol": 1e-9, "fatol": 1e-13, "maxiter": 20000},
+    )
     np.testing.assert_allclose(theta, best.x, atol=1e-3)
     assert log_ev(theta) >= -best.fun - 1e-9
 
@@ -85,11 +93,17 @@ def test_full_evidence_matches_quadrature_over_hyperparameters():
     """With Gamma hyperpriors, 'full' approximates ln int p(D|a,b) p(a) p(b) da db; on a
     linear model that integral is a 3-D quadrature in (ln alpha_1, ln alpha_2, ln beta)."""
     split = linear_split(n=60)
-    values = {**LINEAR, "prior": "single", "cycles": 500, "hyper_tol": 1e-10,
-              "hyperpriors": {"weights": {"shape": 1.0, "rate": 1.0}},
-              "noise_hyperprior": {"shape": 2.0, "rate": 0.1}}
-    result = get_method("laplace").fit(split, get_method("laplace").settings(values),
-                                       np.random.default_rng(0), log=lambda *_: None)
+    values = {
+        **LINEAR,
+        "prior": "single",
+        "cycles": 500,
+        "hyper_tol": 1e-10,
+        "hyperpriors": {"weights": {"shape": 1.0, "rate": 1.0}},
+        "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
+    }
+    result = get_method("laplace").fit(
+        split, get_method("laplace").settings(values), np.random.default_rng(0), log=lambda *_: None
+    )
     objective, noise = get_method("laplace").settings(values).build(split)
     grid_a = np.linspace(-6, 6, 241)
     grid_b = np.linspace(-2, 6, 241)
@@ -98,8 +112,13 @@ def test_full_evidence_matches_quadrature_over_hyperparameters():
     for i, la in enumerate(grid_a):
         for j, lb in enumerate(grid_b):
             a, b = np.exp(la), np.exp(lb)
-            log_joint[i, j] = (closed_form_log_evidence(objective, np.array([a]), b)
-                               + prior.logpdf(a) + la + noise.logpdf(b) + lb)
+            log_joint[i, j] = (
+                closed_form_log_evidence(objective, np.array([a]), b)
+                + prior.logpdf(a)
+                + la
+                + noise.logpdf(b)
+                + lb
+            )
     from scipy.special import logsumexp
 
     exact = logsumexp(log_joint) + np.log(grid_a[1] - grid_a[0]) + np.log(grid_b[1] - grid_b[0])
@@ -120,8 +139,12 @@ def test_symmetric_modes_are_not_counted_twice():
     w = net.init_weights(np.random.default_rng(0), 1)[0]
     p = {k: v[0].copy() for k, v in net.unpack(w[None]).items()}
     order = [2, 0, 1]
-    flipped = np.concatenate([(-p["W1"][order]).ravel(), -p["b1"][order], (-p["W2"][:, order]).ravel(), p["b2"]])
-    np.testing.assert_allclose(net.forward(w[None], split.x_train), net.forward(flipped[None], split.x_train))
+    flipped = np.concatenate(
+        [(-p["W1"][order]).ravel(), -p["b1"][order], (-p["W2"][:, order]).ravel(), p["b2"]]
+    )
+    np.testing.assert_allclose(
+        net.forward(w[None], split.x_train), net.forward(flipped[None], split.x_train)
+    )
     other = w + 0.5
     assert distinct_modes(objective, [w, flipped, other], 1e-6).tolist() == [True, False, True]
 
@@ -139,7 +162,9 @@ def test_laplace_records_non_positive_definite_hessian_in_status(monkeypatch):
     monkeypatch.setattr(evidence.HessianFactor, "of", staticmethod(broken))
     split = linear_split()
     settings = get_method("laplace").settings({**LINEAR, "cycles": 2, "restarts": 2})
-    result = get_method("laplace").fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    result = get_method("laplace").fit(
+        split, settings, np.random.default_rng(0), log=lambda *_: None
+    )
     assert result.status == "not_converged"
     assert "not positive definite" in result.status_message
     assert np.isnan(result.log_evidence)

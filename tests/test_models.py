@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from bnnsweep.models import HYPERPRIOR_ROLES, PRIOR_KINDS, GammaPrior, Network, PenalisedError, make_prior
+from bnnsweep.models import (
+    HYPERPRIOR_ROLES,
+    PRIOR_KINDS,
+    GammaPrior,
+    Network,
+    PenalisedError,
+    make_prior,
+)
 
 HYPER = {role: {"shape": 1.5, "rate": 0.7} for role in HYPERPRIOR_ROLES}
 
@@ -31,7 +38,9 @@ def test_gradient_and_hessian_match_finite_differences(activation, kind, hidden)
     for i in range(w.shape[1]):
         e = np.zeros(w.shape[1])
         e[i] = eps
-        g_fd = (objective.value(w + e, alpha, beta) - objective.value(w - e, alpha, beta)) / (2 * eps)
+        g_fd = (objective.value(w + e, alpha, beta) - objective.value(w - e, alpha, beta)) / (
+            2 * eps
+        )
         h_fd = (
             objective.value_and_grad(w + e, alpha, beta)[1]
             - objective.value_and_grad(w - e, alpha, beta)[1]

@@ -19,8 +19,18 @@ pytestmark = pytest.mark.workflow
 
 
 def snakemake(workdir, config, *extra, check=True):
-    cmd = [*SNAKEMAKE, "--cores", "2", "--snakefile", str(ROOT / "Snakefile"),
-           "--directory", str(workdir), *extra, "--configfile", str(config)]
+    cmd = [
+        *SNAKEMAKE,
+        "--cores",
+        "2",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *extra,
+        "--configfile",
+        str(config),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
@@ -42,8 +52,19 @@ def test_smoke_sweep_writes_merged_results_and_figures(smoke_run):
     with xr.open_dataset(results / "merged.nc") as merged:
         assert merged.sizes["run"] == 3
         assert set(merged.method.values) == {"laplace", "map"}
-        for name in ("log_evidence", "log_evidence_kind", "test_rmse", "test_nmse", "test_loglik",
-                     "train_loglik", "pred_mean", "pred_var", "status", "runtime_s", "n_grad_evals"):
+        for name in (
+            "log_evidence",
+            "log_evidence_kind",
+            "test_rmse",
+            "test_nmse",
+            "test_loglik",
+            "train_loglik",
+            "pred_mean",
+            "pred_var",
+            "status",
+            "runtime_s",
+            "n_grad_evals",
+        ):
             assert name in merged
         assert np.all(np.isfinite(merged.test_rmse.values))
         laplace = merged.where(merged.method == "laplace", drop=True)
@@ -90,14 +111,23 @@ def test_rerun_after_interruption_and_changed_setting(smoke_run):
     changed["experiments"]["smoke"]["methods"]["map"]["restarts"] = 3
     config.write_text(yaml.safe_dump(changed))
     dry = snakemake(workdir, config, "-n")
-    fits = [line for line in dry.stdout.splitlines() if "cells/toy_sine/" in line and "output:" in line]
+    fits = [
+        line for line in dry.stdout.splitlines() if "cells/toy_sine/" in line and "output:" in line
+    ]
     assert fits and all("/map/" in line for line in fits)
 
 
 def test_malformed_config_fails_before_any_job(tmp_path):
     config = tmp_path / "bad.yaml"
-    config.write_text(yaml.safe_dump({"experiments": {"x": {"datasets": ["toy_sine"],
-                                      "methods": {"laplace": {"hidden": [-2]}}}}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "experiments": {
+                    "x": {"datasets": ["toy_sine"], "methods": {"laplace": {"hidden": [-2]}}}
+                }
+            }
+        )
+    )
     proc = snakemake(tmp_path, config, check=False)
     assert proc.returncode != 0
     assert "experiments.x.methods.laplace.hidden" in proc.stderr + proc.stdout
@@ -107,17 +137,51 @@ def test_malformed_config_fails_before_any_job(tmp_path):
 def test_cli_fit_list_and_errors(tmp_path):
     out = tmp_path / "cell.nc"
     cli = [sys.executable, "-m", "bnnsweep.cli"]
-    subprocess.run([*cli, "fit", "--dataset", "toy_sine", "--method", "map", "--hidden", "2",
-                    "--set", "restarts=1", "--set", "max_iter=50", "--output", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            *cli,
+            "fit",
+            "--dataset",
+            "toy_sine",
+            "--method",
+            "map",
+            "--hidden",
+            "2",
+            "--set",
+            "restarts=1",
+            "--set",
+            "max_iter=50",
+            "--output",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     with xr.open_dataset(out) as ds:
         assert ds.hidden.item() == 2 and ds.method.item() == "map"
     listing = subprocess.run([*cli, "list", "methods"], check=True, capture_output=True, text=True)
     assert "laplace" in listing.stdout and "restarts" in listing.stdout
-    bad = subprocess.run([*cli, "fit", "--dataset", "nope", "--method", "map", "--output",
-                          str(tmp_path / "x.nc")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [*cli, "fit", "--dataset", "nope", "--method", "map", "--output", str(tmp_path / "x.nc")],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "unknown dataset 'nope'" in bad.stderr
-    bad = subprocess.run([*cli, "fit", "--dataset", "toy_sine", "--method", "map", "--set",
-                          "restartz=1", "--output", str(tmp_path / "x.nc")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            *cli,
+            "fit",
+            "--dataset",
+            "toy_sine",
+            "--method",
+            "map",
+            "--set",
+            "restartz=1",
+            "--output",
+            str(tmp_path / "x.nc"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "did you mean 'restarts'" in bad.stderr
     assert not (tmp_path / "x.nc").exists()

@@ -61,8 +61,14 @@ def cmd_fit(args) -> int:
         settings[axis] = value
         axes.append((axis, value))
     cell = Cell(
-        args.experiment, args.dataset, args.split, args.label or args.method, args.method,
-        args.seed, tuple(axes), settings,
+        args.experiment,
+        args.dataset,
+        args.split,
+        args.label or args.method,
+        args.method,
+        args.seed,
+        tuple(axes),
+        settings,
     )
     fit_cell_to_file(cell, args.output, args.data, _logger(args.log))
     return 0
@@ -82,7 +88,9 @@ def cmd_list(args) -> int:
         for name in datasets.names():
             meta = datasets.describe(name)
             splits = meta.get("split_names", [])
-            print(f"{name}: {meta.get('task', '')}, {len(splits)} split(s); {meta.get('source', '')}")
+            print(
+                f"{name}: {meta.get('task', '')}, {len(splits)} split(s); {meta.get('source', '')}"
+            )
     else:
         from .methods import REGISTRY
 
@@ -175,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DatasetError, SettingsError) as err:
+    except (ConfigError, DatasetError, SettingsError, ValueError, FileNotFoundError) as err:
         print(f"bnnsweep: error: {err}", file=sys.stderr)
         return 2
 

@@ -72,7 +72,9 @@ def validate(config: dict) -> dict:
         raise ConfigError(f"the configuration must be a mapping, got {type(config).__name__}")
     config = copy.deepcopy(config)
     sch = schema()
-    errors = sorted(_Validator(sch).iter_errors(config), key=lambda e: (len(e.absolute_path), _path(e)))
+    errors = sorted(
+        _Validator(sch).iter_errors(config), key=lambda e: (len(e.absolute_path), _path(e))
+    )
     if errors:
         raise ConfigError(_describe(errors[0], sch))
     return config
@@ -100,9 +102,15 @@ def expand(config: dict) -> list[Cell]:
                 method.settings(settings)
             except SettingsError as err:
                 raise ConfigError(f"config key {where!r}: {err}") from None
-            unused = [a for a in ("hidden", "components", "schedule") if a in entry and a not in method.axes]
+            unused = [
+                a
+                for a in ("hidden", "components", "schedule")
+                if a in entry and a not in method.axes
+            ]
             if unused:
-                raise ConfigError(f"config key {where!r}: method {method.name!r} has no axis {unused[0]!r}")
+                raise ConfigError(
+                    f"config key {where!r}: method {method.name!r} has no axis {unused[0]!r}"
+                )
 
         def split_names(ds):
             return datasets.describe(ds)["split_names"]
@@ -123,7 +131,9 @@ def expand(config: dict) -> list[Cell]:
         try:
             get_method(cell.method_name).settings(cell.settings)
         except SettingsError as err:
-            raise ConfigError(f"config key 'experiments.{cell.experiment}.methods.{cell.method}': {err}") from None
+            raise ConfigError(
+                f"config key 'experiments.{cell.experiment}.methods.{cell.method}': {err}"
+            ) from None
     return cells
 
 

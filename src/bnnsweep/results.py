@@ -32,9 +32,15 @@ UNITS = {
     "test_mse": ("mean squared test error, original target units", "target units squared"),
     "test_nmse": ("test MSE divided by the variance of the test targets", "1"),
     "test_loglik": ("mean Gaussian predictive log density per test target, original units", "nats"),
-    "train_loglik": ("mean Gaussian predictive log density per training target, original units", "nats"),
+    "train_loglik": (
+        "mean Gaussian predictive log density per training target, original units",
+        "nats",
+    ),
     "pred_mean": ("predictive mean at the test points, original units", "target units"),
-    "pred_var": ("predictive variance at the test points (incl. noise), original units", "target units squared"),
+    "pred_var": (
+        "predictive variance at the test points (incl. noise), original units",
+        "target units squared",
+    ),
     "y_test": ("test targets, original units", "target units"),
     "runtime_s": ("wall time of the fit", "s"),
     "n_grad_evals": ("gradient evaluations of the penalised error", "1"),
@@ -47,7 +53,9 @@ def gaussian_loglik(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
     return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))
 
 
-def to_original_units(split: Split, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def to_original_units(
+    split: Split, mean: np.ndarray, var: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     return mean * split.y_scale + split.y_mean, var * split.y_scale**2
 
 
@@ -109,8 +117,10 @@ def cell_dataset(result: FitResult, split: Split, cell: Cell) -> xr.Dataset:
         "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
     }
     finite = np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
-    metrics = regression_metrics(y, mean, var) if finite else dict.fromkeys(
-        ("test_rmse", "test_mse", "test_nmse", "test_loglik"), np.nan
+    metrics = (
+        regression_metrics(y, mean, var)
+        if finite
+        else dict.fromkeys(("test_rmse", "test_mse", "test_nmse", "test_loglik"), np.nan)
     )
     if result.train_mean is not None:
         tmean, tvar = to_original_units(split, result.train_mean, result.train_var)
@@ -131,7 +141,9 @@ def cell_dataset(result: FitResult, split: Split, cell: Cell) -> xr.Dataset:
         data[name] = _var(values, dims, name)
     for name, value in result.diagnostics.items():
         data[f"diag_{name}"] = xr.Variable((), value)
-    coords = {axis: getattr(cell, axis) for axis in ("experiment", "dataset", "split", "method", "seed")}
+    coords = {
+        axis: getattr(cell, axis) for axis in ("experiment", "dataset", "split", "method", "seed")
+    }
     coords.update(cell.axis_values())
     coords.update({name: xr.Variable((name,), values) for name, values in result.coords.items()})
     ds = xr.Dataset(data, coords=coords)
@@ -187,11 +199,14 @@ def merge_cells(paths) -> xr.Dataset:
     for path in sorted(str(p) for p in paths):
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
+        if "run" in ds.dims:
+            raise ValueError(f"{path} is already a merged file, not a cell file")
         # integer labels on every unlabelled dimension, so that ragged traces align by padding
         ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
         ds = ds.expand_dims("run")
         ds = ds.assign_coords({c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords})
-        ds = ds.assign_coords(cell_file=("run", [Path(path).name]))
+        cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
+        ds = ds.assign_coords(cell_file=("run", [cell or Path(path).name]))
         for key in ("settings_json", "git_revision", "created"):
             ds[key] = ("run", [str(ds.attrs.get(key, ""))])
         # fixed-width strings would be cut to the first file's width when concatenated
@@ -204,7 +219,12 @@ def merge_cells(paths) -> xr.Dataset:
     if not datasets:
         raise ValueError("no cell files to merge")
     merged = xr.concat(
-        datasets, dim="run", data_vars="all", coords="minimal", compat="override", join="outer",
+        datasets,
+        dim="run",
+        data_vars="all",
+        coords="minimal",
+        compat="override",
+        join="outer",
         fill_value={},
     )
     merged.attrs = {

@@ -84,7 +84,9 @@ def expand_experiment(name: str, experiment: dict, split_names) -> list[Cell]:
                     axes = tuple(zip(axis_lists, combo, strict=True))
                     settings = {**entry, **dict(axes)}
                     cells.append(
-                        Cell(name, dataset, str(split), label, method_name, int(seed), axes, settings)
+                        Cell(
+                            name, dataset, str(split), label, method_name, int(seed), axes, settings
+                        )
                     )
     return cells
 
@@ -96,8 +98,18 @@ def fit_arguments(cell: Cell) -> str:
     axis_settings = dict(cell.axes)
     settings = {k: v for k, v in cell.settings.items() if k not in axis_settings}
     args = [
-        "--experiment", cell.experiment, "--dataset", cell.dataset, "--split", cell.split,
-        "--method", cell.method_name, "--label", cell.method, "--seed", str(cell.seed),
+        "--experiment",
+        cell.experiment,
+        "--dataset",
+        cell.dataset,
+        "--split",
+        cell.split,
+        "--method",
+        cell.method_name,
+        "--label",
+        cell.method,
+        "--seed",
+        str(cell.seed),
     ]
     for axis, value in cell.axes:
         args += [f"--{axis}", str(value)]
@@ -110,6 +122,8 @@ def cell_index(cells: list[Cell]) -> dict[str, Cell]:
     index: dict[str, Cell] = {}
     for cell in cells:
         if cell.path_id in index:
-            raise ValueError(f"two cells share the file {cell.path_id}.nc; make their labels differ")
+            raise ValueError(
+                f"two cells share the file {cell.path_id}.nc; make their labels differ"
+            )
         index[cell.path_id] = cell
     return index

@@ -188,7 +188,9 @@ def distinct_modes(objective: PenalisedError, modes: list[np.ndarray], rtol: flo
     keep = np.ones(len(modes), dtype=bool)
     for i in range(len(modes)):
         for j in range(i):
-            if keep[j] and np.linalg.norm(canon[i] - canon[j]) <= rtol * (1.0 + np.linalg.norm(canon[j])):
+            if keep[j] and np.linalg.norm(canon[i] - canon[j]) <= rtol * (
+                1.0 + np.linalg.norm(canon[j])
+            ):
                 keep[i] = False
                 break
     return keep

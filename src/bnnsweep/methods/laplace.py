@@ -93,14 +93,16 @@ def evidence_procedure(
             float(np.max(np.abs(np.log(new_alpha / alpha)))), abs(float(np.log(new_beta / beta)))
         )
         alpha, beta = new_alpha, new_beta
-        log(f"  cycle {cycle}: M={found.value:.6g} gamma={gamma.sum():.3f} beta={beta:.4g} d={change:.2e}")
+        log(
+            f"  cycle {cycle}: M={found.value:.6g} gamma={gamma.sum():.3f} beta={beta:.4g} d={change:.2e}"
+        )
         if change < s.hyper_tol:
             converged = True
             break
     # the evidence is evaluated at the mode of the final hyperparameters
     found = minimise_weights(
-            objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
-        )
+        objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
+    )
     w, n_evals = found.w, n_evals + found.n_evals
     factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
     gamma = well_determined(factor, objective, w, alpha, beta)
@@ -162,7 +164,9 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
     else:
         if not pd.all():
             bad = ", ".join(str(i) for i in np.flatnonzero(~pd))
-            result.flag("not_converged", f"Hessian not positive definite at restart(s) {bad}; excluded")
+            result.flag(
+                "not_converged", f"Hessian not positive definite at restart(s) {bad}; excluded"
+            )
         result.log_evidence = float(logsumexp(log_ev[distinct]))
         if settings.prediction == "best":
             best = int(np.nanargmax(np.where(pd, log_ev, -np.inf)))
@@ -174,11 +178,15 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
                 weights, member_mean[distinct], member_var[distinct]
             )
             result.train_mean, result.train_var = mixture_moments(
-                weights, np.stack([t[0] for t in train])[distinct], np.stack([t[1] for t in train])[distinct]
+                weights,
+                np.stack([t[0] for t in train])[distinct],
+                np.stack([t[1] for t in train])[distinct],
             )
     if not all(m.converged for m in modes):
         n_bad = sum(not m.converged for m in modes)
-        result.flag("ok", f"{n_bad} restart(s) reached the cycle limit before the hyperparameters settled")
+        result.flag(
+            "ok", f"{n_bad} restart(s) reached the cycle limit before the hyperparameters settled"
+        )
 
     group_names = np.array(objective.prior.group_names)
     result.members["mode"] = (member_mean, member_var)

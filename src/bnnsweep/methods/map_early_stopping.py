@@ -46,7 +46,9 @@ def fit(split: Split, settings: MapSettings, rng: np.random.Generator, log=print
     n = split.x_train.shape[0]
     n_val = max(1, int(round(settings.validation_fraction * n)))
     if n - n_val < 1:
-        raise ValueError(f"validation_fraction {settings.validation_fraction} leaves no training points")
+        raise ValueError(
+            f"validation_fraction {settings.validation_fraction} leaves no training points"
+        )
     perm = rng.permutation(n)
     val, tr = perm[:n_val], perm[n_val:]
     objective = PenalisedError(full.network, full.prior, split.x_train[tr], split.y_train[tr])
@@ -70,7 +72,9 @@ def fit(split: Split, settings: MapSettings, rng: np.random.Generator, log=print
         found = minimise_weights(objective, w0, alpha, 1.0, settings.max_iter, settings.tol, watch)
         n_evals += found.n_evals
         stop = int(np.argmin(state["curve"]))
-        log(f"restart {r + 1}/{settings.restarts}: validation MSE {state['err']:.5g} at iteration {stop}")
+        log(
+            f"restart {r + 1}/{settings.restarts}: validation MSE {state['err']:.5g} at iteration {stop}"
+        )
         best_runs.append(state)
         curves.append(state["curve"])
 

@@ -29,7 +29,9 @@ def _check_gamma_spec(key: str, spec) -> None:
     allowed = {"shape", "rate", "mean", "s", "scale_with_hidden"}
     unknown = set(spec) - allowed
     if unknown:
-        raise ValueError(f"setting {key!r}: unknown keys {sorted(unknown)}; allowed {sorted(allowed)}")
+        raise ValueError(
+            f"setting {key!r}: unknown keys {sorted(unknown)}; allowed {sorted(allowed)}"
+        )
     has_sr = {"shape", "rate"} <= set(spec)
     has_ms = {"mean", "s"} <= set(spec)
     if has_sr == has_ms:

@@ -85,7 +85,9 @@ def newton_refine(
                 mu *= 10.0
                 continue
             step = -np.linalg.solve(chol.T, np.linalg.solve(chol, grad))
-            new_value, new_grad = (a[0] for a in objective.value_and_grad((w + step)[None, :], alpha, beta))
+            new_value, new_grad = (
+                a[0] for a in objective.value_and_grad((w + step)[None, :], alpha, beta)
+            )
             n_evals += 1
             if np.isfinite(new_value) and new_value <= value:
                 w, value, grad = w + step, new_value, new_grad

@@ -33,7 +33,9 @@ class PenalisedError:
         if self.x.ndim != 2 or self.x.shape[1] != self.network.n_inputs:
             raise ValueError(f"inputs must have shape (N, {self.network.n_inputs})")
         if self.t.ndim != 2 or self.t.shape != (self.x.shape[0], self.network.n_outputs):
-            raise ValueError(f"targets must have shape ({self.x.shape[0]}, {self.network.n_outputs})")
+            raise ValueError(
+                f"targets must have shape ({self.x.shape[0]}, {self.network.n_outputs})"
+            )
         self.n_targets = self.t.size  # N * P noise terms
 
     # ---- pieces -----------------------------------------------------------------------
@@ -87,7 +89,7 @@ class PenalisedError:
         Hd = np.einsum("bnpv,bnpu->bvu", J, J)
         if net.n_hidden == 0:
             return Hd
-        B, I, H = w.shape[0], net.n_inputs, net.n_hidden
+        I, H = net.n_inputs, net.n_hidden
         p = net.unpack(w)
         a, z = net.hidden(w, self.x)
         d1, d2 = net.activation.derivatives(a, z)
@@ -96,7 +98,10 @@ class PenalisedError:
         s = net.slices
         # indices of u_j = (W1[j, :], b1[j]) and of W2[p, j]
         idx_u = np.concatenate(
-            [np.arange(s["W1"].start, s["W1"].stop).reshape(H, I), np.arange(H)[:, None] + s["b1"].start],
+            [
+                np.arange(s["W1"].start, s["W1"].stop).reshape(H, I),
+                np.arange(H)[:, None] + s["b1"].start,
+            ],
             axis=1,
         )
         idx_v = np.arange(s["W2"].start, s["W2"].stop).reshape(net.n_outputs, H)
