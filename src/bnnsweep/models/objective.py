@@ -86,7 +86,8 @@ class PenalisedError:
         w = np.atleast_2d(w)
         net = self.network
         J = net.jacobian(w, self.x)
-        Hd = np.einsum("bnpv,bnpu->bvu", J, J)
+        Jf = J.reshape(J.shape[0], -1, J.shape[-1])
+        Hd = np.matmul(Jf.transpose(0, 2, 1), Jf)
         if net.n_hidden == 0:
             return Hd
         I, H = net.n_inputs, net.n_hidden
@@ -107,10 +108,10 @@ class PenalisedError:
         idx_v = np.arange(s["W2"].start, s["W2"].stop).reshape(net.n_outputs, H)
         # (u_j, u_j): sum_n g''(a_nj) (sum_p r_np v_pj) xt xt^T
         c = d2 * np.einsum("bnp,bph->bnh", r, p["W2"])
-        uu = np.einsum("bnh,ni,nk->bhik", c, xt, xt)
+        uu = np.matmul((c.transpose(0, 2, 1)[..., None] * xt).transpose(0, 1, 3, 2), xt)
         Hd[:, idx_u[:, :, None], idx_u[:, None, :]] += uu
         # (u_j, v_pj): sum_n r_np g'(a_nj) xt
-        uv = np.einsum("bnp,bnh,ni->bhpi", r, d1, xt)  # (B, H, P, I+1)
+        uv = np.matmul(np.einsum("bnp,bnh->bhpn", r, d1), xt)  # (B, H, P, I+1)
         rows = idx_u[:, None, :]  # (H, 1, I+1)
         cols = idx_v.T[:, :, None]  # (H, P, 1)
         Hd[:, rows, cols] += uv
