@@ -52,6 +52,7 @@ def test_smoke_sweep_writes_merged_results_and_figures(smoke_run):
     with xr.open_dataset(results / "merged.nc") as merged:
         assert merged.sizes["run"] == 3
         assert set(merged.method.values) == {"laplace", "map"}
+        assert set(merged.method_name.values) == {"laplace", "map"}
         for name in (
             "log_evidence",
             "log_evidence_kind",
@@ -85,6 +86,8 @@ def test_cell_file_records_settings_and_provenance(smoke_run):
         assert '"restarts": 2' in ds.attrs["settings_json"]
         assert ds.attrs["bnnsweep_version"] and ds.attrs["git_revision"]
         assert ds.log_evidence_kind.item() == "laplace"
+        assert '"cycles": 3' in ds.attrs["resolved_settings_json"]
+        assert '"evidence": "full"' in ds.attrs["resolved_settings_json"]
 
 
 def test_rerun_after_interruption_and_changed_setting(smoke_run):

@@ -99,7 +99,9 @@ def _var(values, dims, name):
     return xr.Variable(dims, np.asarray(values), attrs={"long_name": long_name, "units": units})
 
 
-def cell_dataset(result: FitResult, split: Split, cell: Cell) -> xr.Dataset:
+def cell_dataset(
+    result: FitResult, split: Split, cell: Cell, resolved_settings: dict | None = None
+) -> xr.Dataset:
     """The cell's NetCDF content: sweep coordinates, predictions, metrics, traces, attributes."""
     mean, var = to_original_units(split, result.pred_mean, result.pred_var)
     y = split.y_test * split.y_scale + split.y_mean
@@ -151,6 +153,10 @@ def cell_dataset(result: FitResult, split: Split, cell: Cell) -> xr.Dataset:
         {
             "title": f"bnnsweep cell {cell.path_id}",
             "settings_json": json.dumps(cell.settings, sort_keys=True),
+            "resolved_settings_json": json.dumps(
+                resolved_settings or {}, sort_keys=True, default=str
+            ),
+            "method_name": cell.method_name,
             "cell_json": json.dumps(cell.key(), sort_keys=True),
             "bnnsweep_version": __version__,
             "git_revision": git_revision(),
@@ -207,7 +213,8 @@ def merge_cells(paths) -> xr.Dataset:
         ds = ds.assign_coords({c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords})
         cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
         ds = ds.assign_coords(cell_file=("run", [cell or Path(path).name]))
-        for key in ("settings_json", "git_revision", "created"):
+        ds = ds.assign_coords(method_name=("run", [str(ds.attrs.get("method_name", ""))]))
+        for key in ("settings_json", "resolved_settings_json", "git_revision", "created"):
             ds[key] = ("run", [str(ds.attrs.get(key, ""))])
         # fixed-width strings would be cut to the first file's width when concatenated
         for name in list(ds.variables):

@@ -5,6 +5,7 @@ and turn the result into the cell's dataset. Numerical failure inside the method
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
         result.flag("diverged", f"{type(err).__name__}: {err}")
     result.runtime_s = time.perf_counter() - start
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    return cell_dataset(result, split, cell)
+    return cell_dataset(result, split, cell, dataclasses.asdict(settings))
 
 
 def fit_cell_to_file(cell: Cell, output, data_path=None, log=print) -> Path:
