@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import laplace, map_early_stopping
+from . import chaining, laplace, map_early_stopping
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -61,6 +61,16 @@ register(
         map_early_stopping.fit,
         ("hidden",),
         "penalised least squares with early stopping on a validation fraction, restarts",
+    )
+)
+
+register(
+    Method(
+        "chaining",
+        chaining.ChainingSettings,
+        chaining.fit,
+        ("hidden", "schedule"),
+        "Monte Carlo chaining of evidence ratios along a lambda schedule, with TI and AIS (paper 001)",
     )
 )
 

@@ -32,6 +32,7 @@ class ChainProtocol:
     ais_particles: int = 0
     ais_leapfrog: int = 20
     phi_chunk: int = 256
+    ramp_fraction: float = 0.5
 
 
 @dataclass
@@ -72,7 +73,18 @@ def run_chain(
     phi_ref = _phi_chunked(target, w_ref, proto.phi_chunk).reshape(C, S)
     # lambda_1..lambda_K: one batch of K * C chains, started from reference draws
     lam = np.repeat(lambdas[1:], C)
-    w0, theta0 = target.sample_prior(K * C, rng)
+    w0, theta0 = (
+        target.start_points(K * C, rng)
+        if hasattr(target, "start_points")
+        else target.sample_prior(K * C, rng)
+    )
+    ramp = max(1, int(proto.ramp_fraction * proto.burn_in))
+
+    def burn_energy(it):
+        # every chain anneals from lambda = 0 to its own lambda over the first part of
+        # burn-in, as a sequential chain would arrive from the previous link
+        return target.tempered_energy(lam * min(1.0, (it + 1) / ramp))
+
     result = hmc_sampler.sample(
         target.tempered_energy(lam),
         w0,
@@ -87,6 +99,7 @@ def run_chain(
         persistence=proto.persistence,
         target_accept=proto.target_accept,
         log=log,
+        burn_energy=burn_energy if proto.ramp_fraction > 0 else None,
     )
     phi_links = _phi_chunked(target, result.samples, proto.phi_chunk)  # (S, K*C)
     phi_links = phi_links.T.reshape(K, C, S)

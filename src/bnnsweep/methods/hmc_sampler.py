@@ -103,8 +103,12 @@ def sample(
     divergence_threshold: float = 1000.0,
     jitter: float = 0.1,
     log: Callable[[str], None] | None = None,
+    burn_energy: Callable[[int], EnergyFn] | None = None,
 ) -> HMCResult:
-    """Run burn-in (with adaptation) then ``n_samples`` kept iterations (every ``thin``-th)."""
+    """Run burn-in (with adaptation) then ``n_samples`` kept iterations (every ``thin``-th).
+
+    ``burn_energy(it)``, if given, is the energy used at burn-in iteration ``it`` (e.g. a
+    tempering ramp towards the target); kept samples always use ``energy``."""
     w = np.array(w0, dtype=float)
     B, W = w.shape
     theta = theta0
@@ -118,8 +122,14 @@ def sample(
     keep = {"w": [], "theta": [], "u": [], "a": [], "acc": [], "de": []}
     burn_accept = np.zeros((n_burn, B))
     total = n_burn + n_samples * thin
+    target_energy = energy
     for it in range(total):
         burning = it < n_burn
+        if burn_energy is not None:
+            energy = burn_energy(it) if burning else target_energy
+            if burning or it == n_burn:
+                u, grad = energy(w, theta)
+                n_grad += B
         if gibbs is not None:
             theta = gibbs(w, theta, rng)
             u, grad = energy(w, theta)

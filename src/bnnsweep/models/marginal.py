@@ -90,6 +90,16 @@ class MarginalModel:
         w = rng.standard_normal((n, self.objective.network.n_weights))
         return w / np.sqrt(prior.per_weight(alpha)), alpha
 
+    def start_points(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Typical starting states for chains: alpha at its hyperprior mean (capped below at
+        1e-2 so that very broad hyperpriors do not start chains at huge weights), w | alpha."""
+        prior = self.objective.prior
+        alpha = np.broadcast_to(
+            np.maximum(prior.shapes / prior.rates, 1e-2), (n, prior.n_groups)
+        ).copy()
+        w = rng.standard_normal((n, self.objective.network.n_weights))
+        return w / np.sqrt(prior.per_weight(alpha)), alpha
+
     def noise_variance_mean(self, w: np.ndarray) -> np.ndarray:
         """E[1/beta | w, D] = (b + E_D) / (a + N/2 - 1), shape (B,)."""
         e_d = self.objective.data_error(w)
