@@ -26,6 +26,7 @@ class Activation:
     value: Callable[[np.ndarray], np.ndarray]
     derivatives: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
     odd: bool
+    first_derivative: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def _erf_value(a):
@@ -47,9 +48,13 @@ def _linear_derivatives(a, g):
 
 
 ACTIVATIONS: dict[str, Activation] = {
-    "erf": Activation("erf", _erf_value, _erf_derivatives, odd=True),
-    "tanh": Activation("tanh", np.tanh, _tanh_derivatives, odd=True),
-    "linear": Activation("linear", lambda a: a.copy(), _linear_derivatives, odd=True),
+    "erf": Activation(
+        "erf", _erf_value, _erf_derivatives, True, lambda a, g: SQRT2_OVER_PI * np.exp(-0.5 * a * a)
+    ),
+    "tanh": Activation("tanh", np.tanh, _tanh_derivatives, True, lambda a, g: 1.0 - g * g),
+    "linear": Activation(
+        "linear", lambda a: a.copy(), _linear_derivatives, True, lambda a, g: np.ones_like(a)
+    ),
 }
 
 

@@ -89,7 +89,7 @@ class Network:
     def hidden(self, w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pre-activations a (B,N,H) and activations z = g(a) (B,N,H)."""
         p = self.unpack(w)
-        a = np.einsum("ni,bhi->bnh", x, p["W1"]) + p["b1"][:, None, :]
+        a = np.matmul(x, p["W1"].transpose(0, 2, 1)) + p["b1"][:, None, :]
         return a, self.activation.value(a)
 
     def forward(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -97,9 +97,9 @@ class Network:
         w = np.atleast_2d(w)
         p = self.unpack(w)
         if self.n_hidden == 0:
-            return np.einsum("ni,bpi->bnp", x, p["Wd"]) + p["b2"][:, None, :]
+            return np.matmul(x, p["Wd"].transpose(0, 2, 1)) + p["b2"][:, None, :]
         _, z = self.hidden(w, x)
-        return np.einsum("bnh,bph->bnp", z, p["W2"]) + p["b2"][:, None, :]
+        return np.matmul(z, p["W2"].transpose(0, 2, 1)) + p["b2"][:, None, :]
 
     def jacobian(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
         """dy_p(x_n)/dw, shape (B, N, P, W)."""

@@ -63,18 +63,17 @@ class PenalisedError:
         g = np.empty_like(w)
         s = net.slices
         if net.n_hidden == 0:
-            y = np.einsum("ni,bpi->bnp", self.x, p["Wd"]) + p["b2"][:, None, :]
+            y = np.matmul(self.x, p["Wd"].transpose(0, 2, 1)) + p["b2"][:, None, :]
             r = y - self.t
-            g[:, s["Wd"]] = np.einsum("bnp,ni->bpi", r, self.x).reshape(B, -1)
+            g[:, s["Wd"]] = np.matmul(r.transpose(0, 2, 1), self.x).reshape(B, -1)
         else:
             a, z = net.hidden(w, self.x)
-            y = np.einsum("bnh,bph->bnp", z, p["W2"]) + p["b2"][:, None, :]
+            y = np.matmul(z, p["W2"].transpose(0, 2, 1)) + p["b2"][:, None, :]
             r = y - self.t
-            d1, _ = net.activation.derivatives(a, z)
-            delta = np.einsum("bnp,bph->bnh", r, p["W2"]) * d1
-            g[:, s["W1"]] = np.einsum("bnh,ni->bhi", delta, self.x).reshape(B, -1)
+            delta = np.matmul(r, p["W2"]) * net.activation.first_derivative(a, z)
+            g[:, s["W1"]] = np.matmul(delta.transpose(0, 2, 1), self.x).reshape(B, -1)
             g[:, s["b1"]] = delta.sum(axis=1)
-            g[:, s["W2"]] = np.einsum("bnp,bnh->bph", r, z).reshape(B, -1)
+            g[:, s["W2"]] = np.matmul(r.transpose(0, 2, 1), z).reshape(B, -1)
         g[:, s["b2"]] = r.sum(axis=1)
         e_d = 0.5 * np.sum(r * r, axis=(1, 2))
         value = beta_b * e_d + 0.5 * np.sum(a_w * w * w, axis=1)
