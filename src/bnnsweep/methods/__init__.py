@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import chaining, laplace, map_early_stopping
+from . import chaining, hmc, laplace, map_early_stopping
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -71,6 +71,16 @@ register(
         chaining.fit,
         ("hidden", "schedule"),
         "Monte Carlo chaining of evidence ratios along a lambda schedule, with TI and AIS (paper 001)",
+    )
+)
+
+register(
+    Method(
+        "hmc",
+        hmc.HMCSettings,
+        hmc.fit,
+        ("hidden",),
+        "hybrid Monte Carlo over the weights, Gibbs updates of alpha and beta, several chains batched",
     )
 )
 

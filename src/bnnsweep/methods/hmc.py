@@ -1,0 +1,137 @@
+"""``hmc``: hybrid Monte Carlo over the weights with Gibbs updates of the hyperparameters
+(Neal 1996; thesis sec. 5.3.1 and 5.5.2; paper 000 sec. 2.1).
+
+Several chains advance together (one batched gradient per leapfrog step). Before every
+trajectory each alpha_k and beta is drawn from its conjugate Gamma conditional:
+alpha_k | w ~ Gamma(a_k + W_k/2, b_k + w_k^T w_k / 2), beta | w ~ Gamma(a_b + N/2, b_b + E_D).
+The step size is adapted during burn-in only and recorded. Predictions average the network
+over the kept samples; the variance adds the mean noise variance 1/beta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..datasets.base import Split
+from . import hmc_sampler
+from .base import FitResult, check_choice, check_positive
+from .mcmc_diagnostics import effective_sample_size, split_rhat
+from .model_settings import ModelSettings
+from .optimise import minimise_weights
+
+
+@dataclass(frozen=True)
+class HMCSettings(ModelSettings):
+    chains: int = 4
+    burn_in: int = 100
+    samples: int = 300
+    leapfrog: int = 100
+    burn_leapfrog: int = 100
+    step_size: float = 2e-3
+    target_accept: float = 0.8
+    persistence: float = 0.0
+    thin: int = 1
+    init: str = "map"
+    init_iter: int = 300
+    alpha_init: float = 0.3
+    beta_init: float = 200.0
+    predictive_samples: int = 300
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("chains", "samples", "leapfrog", "burn_leapfrog", "step_size", "thin",
+                    "init_iter", "alpha_init", "beta_init", "predictive_samples"):  # fmt: skip
+            check_positive(key, getattr(self, key))
+        check_positive("burn_in", self.burn_in, allow_zero=True)
+        check_choice("init", self.init, ("map", "prior"))
+        if not 0.0 < self.target_accept < 1.0:
+            raise ValueError(
+                f"setting 'target_accept' must lie in (0, 1), got {self.target_accept}"
+            )
+        if not 0.0 <= self.persistence < 1.0:
+            raise ValueError(f"setting 'persistence' must lie in [0, 1), got {self.persistence}")
+
+
+def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print) -> FitResult:
+    objective, noise = settings.build(split)
+    net, prior = objective.network, objective.prior
+    C, K = settings.chains, prior.n_groups
+    w0 = net.init_weights(rng, C)
+    n_init = 0
+    if settings.init == "map":
+        alpha0 = np.full(K, settings.alpha_init)
+        for c in range(C):
+            found = minimise_weights(
+                objective, w0[c], alpha0, settings.beta_init, settings.init_iter, 1e-9
+            )
+            w0[c], n_init = found.w, n_init + found.n_evals
+    theta0 = (np.full((C, K), settings.alpha_init), np.full(C, settings.beta_init))
+    post_shapes = prior.shapes + 0.5 * prior.group_sizes
+    beta_shape = noise.shape + 0.5 * objective.n_targets
+
+    def energy(w, theta):
+        alpha, beta = theta
+        return objective.value_and_grad(w, alpha, beta)
+
+    def gibbs(w, theta, rng):
+        alpha = rng.gamma(post_shapes, 1.0 / (prior.rates + 0.5 * prior.sum_squares(w)))
+        beta = rng.gamma(beta_shape, 1.0 / (noise.rate + objective.data_error(w)))
+        return alpha, beta
+
+    run = hmc_sampler.sample(
+        energy, w0, theta0, rng,
+        n_burn=settings.burn_in, n_samples=settings.samples,
+        n_leapfrog_burn=settings.burn_leapfrog, n_leapfrog=settings.leapfrog,
+        step_size=settings.step_size, gibbs=gibbs, persistence=settings.persistence,
+        target_accept=settings.target_accept, thin=settings.thin, log=log,
+    )  # fmt: skip
+    S = run.samples.shape[0]
+    flat = run.samples.reshape(S * C, -1)
+    betas = np.array([t[1] for t in run.thetas])  # (S, C)
+    alphas = np.array([t[0] for t in run.thetas])  # (S, C, K)
+    pick = np.linspace(0, S * C - 1, min(settings.predictive_samples, S * C)).astype(int)
+    noise_var = float(np.mean(1.0 / betas))
+
+    def predict(x):
+        f = net.forward(flat[pick], x)
+        return f.mean(axis=0), f.var(axis=0) + noise_var
+
+    mean, var = predict(split.x_test)
+    train_mean, train_var = predict(split.x_train)
+    e_d = objective.data_error(flat).reshape(S, C)
+    result = FitResult(
+        pred_mean=mean, pred_var=var, train_mean=train_mean, train_var=train_var,
+        n_grad_evals=run.n_grad_evals + n_init,
+    )  # fmt: skip
+    diverged = run.divergent.sum()
+    if diverged > 0.1 * S * C:
+        result.flag("diverged", f"{diverged} of {S * C} kept trajectories diverged")
+    rhat = split_rhat(np.log(betas).T)
+    if np.isfinite(rhat) and rhat > 1.1:
+        result.flag("not_converged", f"R-hat of ln beta across chains is {rhat:.2f}")
+    result.coords["group"] = np.array(prior.group_names)
+    result.traces.update(
+        {
+            "sample_energy": (("sample", "chain"), run.energy),
+            "sample_data_error": (("sample", "chain"), e_d),
+            "sample_beta": (("sample", "chain"), betas),
+            "sample_alpha": (("sample", "chain", "group"), alphas),
+            "sample_acceptance": (("sample", "chain"), run.accept_prob),
+            "sample_energy_error": (("sample", "chain"), run.energy_error),
+            "chain_step_size": (("chain",), run.step_size),
+            "chain_divergent": (("chain",), run.divergent),
+        }
+    )
+    result.diagnostics.update(
+        acceptance_rate=float(run.accepted.mean()),
+        divergent=int(diverged),
+        divergent_burn_in=int(run.divergent_burn.sum()),
+        ess_data_error=effective_sample_size(e_d.T),
+        ess_log_beta=effective_sample_size(np.log(betas).T),
+        rhat_data_error=split_rhat(e_d.T),
+        rhat_log_beta=rhat,
+        n_weights=net.n_weights,
+    )
+    return result

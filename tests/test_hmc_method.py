@@ -1,0 +1,37 @@
+"""The hmc method on a linear model with (nearly) fixed hyperparameters, where the weight
+posterior is Gaussian and known in closed form."""
+
+import numpy as np
+from test_laplace import linear_split
+
+from bnnsweep.methods import get_method
+
+
+def test_hmc_predictive_mean_matches_gaussian_posterior():
+    alpha, beta = 2.0, 10.0
+    big = 1e7  # Gamma(big, big / value): a hyperprior pinned at value
+    values = {
+        "hidden": 0, "activation": "linear", "prior": "single",
+        "hyperpriors": {"weights": {"shape": big, "rate": big / alpha}},
+        "noise_hyperprior": {"shape": big, "rate": big / beta},
+        "chains": 4, "burn_in": 100, "samples": 400, "leapfrog": 20, "burn_leapfrog": 20,
+        "step_size": 0.05, "init": "prior", "predictive_samples": 1600,
+    }  # fmt: skip
+    split = linear_split(n=30)
+    method = get_method("hmc")
+    result = method.fit(
+        split, method.settings(values), np.random.default_rng(0), log=lambda *_: None
+    )
+    phi = np.column_stack([split.x_train, np.ones(len(split.x_train))])
+    cov = np.linalg.inv(alpha * np.eye(phi.shape[1]) + beta * phi.T @ phi)
+    mean_w = beta * cov @ phi.T @ split.y_train[:, 0]
+    phi_test = np.column_stack([split.x_test, np.ones(len(split.x_test))])
+    exact_mean = phi_test @ mean_w
+    exact_var = np.einsum("ti,ij,tj->t", phi_test, cov, phi_test) + 1 / beta
+    ess = result.diagnostics["ess_data_error"]
+    se = np.sqrt((exact_var - 1 / beta) / max(ess, 50))
+    assert np.all(np.abs(result.pred_mean[:, 0] - exact_mean) < 5 * se)
+    np.testing.assert_allclose(result.pred_var[:, 0], exact_var, rtol=0.25)
+    assert result.status == "ok"
+    assert 0.5 < result.diagnostics["acceptance_rate"] < 1.0
+    assert abs(result.traces["sample_beta"][1].mean() / beta - 1) < 1e-2
