@@ -17,6 +17,12 @@
 ``error_table``
     mean +- s.e. of test errors and log evidence per dataset/method/hidden, with published
     reference values
+``chaining_diagnostics``
+    one chaining run per dataset link by link: phi(w) trace at lambda = 0.6, ln evidence ratio
+    and HMC acceptance per link against lambda (paper 001 fig. 1)
+``schedule_comparison``
+    chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
+    schedule family, one row per dataset and hidden size
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._common import method_palette, save_figure
+from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
 from .occam_hill import occam_hill
+from .schedule_comparison import schedule_comparison
 from .toy_regression import toy_regression
 
 FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = {
@@ -40,16 +48,20 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "evidence_vs_error": (evidence_vs_error, ".png"),
     "toy_regression": (toy_regression, ".png"),
     "error_table": (error_table, ".md"),
+    "chaining_diagnostics": (chaining_diagnostics, ".png"),
+    "schedule_comparison": (schedule_comparison, ".png"),
 }
 
 __all__ = [
     "FIGURES",
+    "chaining_diagnostics",
     "draw",
     "error_table",
     "evidence_vs_error",
     "load_merged",
     "method_palette",
     "occam_hill",
+    "schedule_comparison",
     "toy_regression",
     "write_table",
 ]

@@ -27,11 +27,19 @@ PUBLISHED: dict[tuple[str, str, str], tuple[Reference, ...]] = {
         Reference(0.262, "thesis Table 5.1 (early stopping)", "thesis T5.1"),
         Reference(0.22, "paper 000 Table 1 (early stopping)", "paper 000 T1"),
     ),
+    ("sunspots", "hmc", "test_nmse"): (
+        Reference(0.131, "thesis Table 5.1 (hybrid Monte Carlo)", "thesis T5.1"),
+        Reference(0.09, "paper 000 Table 1 (hybrid Monte-Carlo)", "paper 000 T1"),
+    ),
     ("tecator", "laplace", "test_rmse"): (
         Reference(0.55, "thesis Table 5.2 (evidence, Thodberg)", "thesis T5.2"),
     ),
     ("tecator", "map", "test_rmse"): (
         Reference(0.65, "thesis Table 5.2 (early stopping)", "thesis T5.2"),
+    ),
+    ("tecator", "hmc", "test_rmse"): (
+        Reference(0.481, "thesis Table 5.2 (hybrid Monte Carlo)", "thesis T5.2"),
+        Reference(0.59, "paper 000 Table 2 (hybrid Monte-Carlo)", "paper 000 T2"),
     ),
 }
 

@@ -118,6 +118,12 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         result.flag("diverged", f"over 10% divergent trajectories at link(s) {bad_links.tolist()}")
     if not np.isfinite(log_z):
         result.flag("diverged", "the evidence estimate is not finite")
+    elif not np.isfinite(log_z_se):
+        result.flag(
+            "not_converged",
+            "the evidence standard error is not finite (reference draws with overflowing "
+            "outputs: a very broad hyperprior makes the prior reference a poor start)",
+        )
     result.coords["link"] = np.arange(len(lambdas))
     result.traces.update(
         {

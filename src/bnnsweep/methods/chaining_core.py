@@ -58,8 +58,12 @@ class ChainResult:
 
 def _phi_chunked(target, w: np.ndarray, chunk: int) -> np.ndarray:
     flat = w.reshape(-1, w.shape[-1])
-    out = np.concatenate([target.phi(flat[i : i + chunk])[0] for i in range(0, len(flat), chunk)])
-    return out.reshape(w.shape[:-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.concatenate(
+            [target.phi(flat[i : i + chunk])[0] for i in range(0, len(flat), chunk)]
+        )
+    # weights so large that the network output overflows have E_D -> infinity: zero weight
+    return np.where(np.isnan(out), np.inf, out).reshape(w.shape[:-1])
 
 
 def run_chain(
