@@ -33,7 +33,7 @@ def test_defaults_filled_and_cells_expanded():
 
 
 def test_shipped_configs_are_valid():
-    for name in ("config/config.yaml", "config/smoke.yaml"):
+    for name in ("config/config.yaml", "config/smoke.yaml", "config/occam_robot_arm.yaml"):
         assert expand(load(name))
 
 

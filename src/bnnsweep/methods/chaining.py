@@ -23,6 +23,9 @@ from .chaining_core import ChainProtocol, run_chain
 from .model_settings import ModelSettings
 from .schedules import schedule as make_schedule
 
+# smallest Gamma shape whose draws stay representable (shape 3e-4 gives alpha = 0 in ~80%)
+MIN_SHAPE = 0.01
+
 
 @dataclass(frozen=True)
 class ChainingSettings(ModelSettings):
@@ -55,6 +58,20 @@ class ChainingSettings(ModelSettings):
         if not 0.0 <= self.persistence < 1.0:
             raise ValueError(f"setting 'persistence' must lie in [0, 1), got {self.persistence}")
         check_choice("estimator", self.estimator, ("ratio", "ti", "ais"))
+        from ..models.priors import HYPERPRIOR_ROLES, GammaPrior
+
+        used = ("weights",) if self.prior == "single" else HYPERPRIOR_ROLES[1:]
+        defaults = type(self)().hyperpriors
+        specs = {r: self.hyperpriors.get(r, defaults[r]) for r in used}
+        specs["noise_hyperprior"] = self.noise_hyperprior
+        for role, spec in specs.items():
+            if GammaPrior.from_spec(spec).shape < MIN_SHAPE:
+                raise ValueError(
+                    f"chaining needs proper, sampleable hyperpriors: {role!r} has shape "
+                    f"{GammaPrior.from_spec(spec).shape:g} < {MIN_SHAPE}; draws of alpha from it "
+                    "underflow to 0, so the lambda = 0 reference cannot be sampled (give "
+                    "'hyperpriors' for every role, e.g. Neal's {mean: 1, s: 0.2})"
+                )
         if self.estimator == "ais" and self.ais_particles == 0:
             raise ValueError("estimator 'ais' needs ais_particles > 0")
 
