@@ -124,3 +124,12 @@ def check_positive(key: str, value, allow_zero: bool = False) -> None:
     if not (value > 0 or (allow_zero and value == 0)):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"setting {key!r} must be {bound}, got {value!r}")
+
+
+def check_sampler_fractions(target_accept: float, persistence: float) -> None:
+    """HMC settings shared by every sampling method: target acceptance in (0, 1),
+    momentum persistence in [0, 1)."""
+    if not 0.0 < target_accept < 1.0:
+        raise ValueError(f"setting 'target_accept' must lie in (0, 1), got {target_accept}")
+    if not 0.0 <= persistence < 1.0:
+        raise ValueError(f"setting 'persistence' must lie in [0, 1), got {persistence}")
