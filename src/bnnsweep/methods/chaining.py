@@ -18,7 +18,7 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..models.marginal import MarginalModel
-from .base import FitResult, check_choice, check_positive
+from .base import FitResult, check_choice, check_positive, check_sampler_fractions
 from .chaining_core import ChainProtocol, run_chain
 from .model_settings import ModelSettings
 from .schedules import schedule as make_schedule
@@ -51,12 +51,7 @@ class ChainingSettings(ModelSettings):
             check_positive(key, getattr(self, key))
         check_positive("burn_in", self.burn_in, allow_zero=True)
         check_positive("ais_particles", self.ais_particles, allow_zero=True)
-        if not 0.0 < self.target_accept < 1.0:
-            raise ValueError(
-                f"setting 'target_accept' must lie in (0, 1), got {self.target_accept}"
-            )
-        if not 0.0 <= self.persistence < 1.0:
-            raise ValueError(f"setting 'persistence' must lie in [0, 1), got {self.persistence}")
+        check_sampler_fractions(self.target_accept, self.persistence)
         check_choice("estimator", self.estimator, ("ratio", "ti", "ais"))
         from ..models.priors import HYPERPRIOR_ROLES, GammaPrior
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..datasets.base import Split
 from . import hmc_sampler
-from .base import FitResult, check_choice, check_positive
+from .base import FitResult, check_choice, check_positive, check_sampler_fractions
 from .mcmc_diagnostics import effective_sample_size, split_rhat
 from .model_settings import ModelSettings
 from .optimise import minimise_weights
@@ -46,12 +46,7 @@ class HMCSettings(ModelSettings):
             check_positive(key, getattr(self, key))
         check_positive("burn_in", self.burn_in, allow_zero=True)
         check_choice("init", self.init, ("map", "prior"))
-        if not 0.0 < self.target_accept < 1.0:
-            raise ValueError(
-                f"setting 'target_accept' must lie in (0, 1), got {self.target_accept}"
-            )
-        if not 0.0 <= self.persistence < 1.0:
-            raise ValueError(f"setting 'persistence' must lie in [0, 1), got {self.persistence}")
+        check_sampler_fractions(self.target_accept, self.persistence)
 
 
 def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print) -> FitResult:
