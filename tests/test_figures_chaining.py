@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.collections import PathCollection
+from test_figures import PNG_MAGIC, _assert_png
 
 from bnnsweep.figures import FIGURES, draw, error_table
 from bnnsweep.figures.chaining_diagnostics import (
@@ -25,7 +26,6 @@ from bnnsweep.figures.schedule_comparison import (
 )
 from bnnsweep.methods.schedules import schedule as make_schedule
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N_CHAINS = 2
 N_SAMPLES = 12
 
@@ -128,12 +128,6 @@ def merged_path(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("chaining") / "merged.nc"
     make_merged().to_netcdf(path, engine="netcdf4")
     return str(path)
-
-
-def _assert_png(path) -> None:
-    data = path.read_bytes()
-    assert data[:8] == PNG_MAGIC
-    assert len(data) > 5_000
 
 
 def _texts(fig) -> str:

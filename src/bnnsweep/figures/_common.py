@@ -71,6 +71,18 @@ def note(ax, text: str) -> None:
     )
 
 
+def outside_legend(ax, handles, title: str | None = None) -> None:
+    """A small legend to the right of ``ax``, outside the plotting area."""
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize="small",
+        title=title,
+        title_fontsize="small",
+    )
+
+
 def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
     """Fixed colours keyed by the sorted method labels, so every figure of one merged file
     colours a method alike."""

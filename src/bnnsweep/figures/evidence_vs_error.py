@@ -18,7 +18,16 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ._common import members_frame, method_palette, new_figure, note, runs_frame, style, usable
+from ._common import (
+    members_frame,
+    method_palette,
+    new_figure,
+    note,
+    outside_legend,
+    runs_frame,
+    style,
+    usable,
+)
 
 
 def _points(ds: xr.Dataset) -> pd.DataFrame:
@@ -133,8 +142,6 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
                 )
             )
         if handles:
-            axes[min(len(names), ncols) - 1].legend(
-                handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small"
-            )
+            outside_legend(axes[min(len(names), ncols) - 1], handles)
         fig.suptitle("Log evidence against test error")
     return fig

@@ -27,6 +27,7 @@ from ._common import (
     method_palette,
     new_figure,
     note,
+    outside_legend,
     runs_frame,
     style,
     test_error,
@@ -220,13 +221,8 @@ def occam_hill(ds: xr.Dataset) -> Figure:
             _draw_dataset(axes[row, 0], axes[row, 1], name, d_runs, d_members, palette)
             methods = sorted(d_runs["method"].unique())
             if methods:
-                axes[row, 1].legend(
-                    handles=_legend_handles(palette, methods, d_members),
-                    loc="upper left",
-                    bbox_to_anchor=(1.02, 1.0),
-                    fontsize="small",
-                    title="method / marker",
-                    title_fontsize="small",
+                outside_legend(
+                    axes[row, 1], _legend_handles(palette, methods, d_members), "method / marker"
                 )
         fig.suptitle("Occam hill: log evidence and test error against hidden units")
     return fig

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ._common import new_figure, note, note_figure, style
+from ._common import new_figure, note, note_figure, outside_legend, style
 from .chaining_diagnostics import chaining_runs
 
 ESTIMATORS = {
@@ -195,13 +195,6 @@ def schedule_comparison(ds: xr.Dataset) -> Figure:
                     label="run flagged diverged",
                 )
             )
-        axes[0, 1].legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            fontsize="small",
-            title="estimator / schedule",
-            title_fontsize="small",
-        )
+        outside_legend(axes[0, 1], handles, "estimator / schedule")
         fig.suptitle("Chaining evidence against the number of links, per schedule family")
     return fig

@@ -18,19 +18,19 @@ from .chain_estimators import ais_estimate, ratio_link, thermodynamic
 
 @dataclass(frozen=True)
 class ChainProtocol:
-    """Sampling protocol per link; defaults are paper 001 sec. 5 (100 x 50 burn-in
-    trajectories, then 600 x 300 kept)."""
+    """Sampling protocol per link (the ``chaining`` method's settings hold the defaults:
+    paper 001 sec. 5's 100 x 50 burn-in and 600 x 300 kept leapfrog steps)."""
 
-    chains_per_link: int = 1
-    burn_in: int = 100
-    burn_leapfrog: int = 50
-    samples: int = 600
-    leapfrog: int = 300
-    step_size: float = 0.01
+    chains_per_link: int
+    burn_in: int
+    burn_leapfrog: int
+    samples: int
+    leapfrog: int
+    step_size: float
+    ais_particles: int
+    ais_leapfrog: int
     target_accept: float = 0.8
     persistence: float = 0.0
-    ais_particles: int = 0
-    ais_leapfrog: int = 20
     phi_chunk: int = 256
     ramp_fraction: float = 0.5
 
