@@ -26,7 +26,7 @@ def problem(activation, hidden, kind, n_out=2, seed=0):
     return objective, w, alpha, 2.5
 
 
-@pytest.mark.parametrize("activation", ["erf", "tanh"])
+@pytest.mark.parametrize("activation", ["erf", "tanh", "linear"])
 @pytest.mark.parametrize("kind", PRIOR_KINDS)
 @pytest.mark.parametrize("hidden", [0, 1, 4])
 def test_gradient_and_hessian_match_finite_differences(activation, kind, hidden):

@@ -180,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     from .datasets.base import DatasetError
     from .methods.base import SettingsError
 
+    from . import allocator
+
+    allocator.tune()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

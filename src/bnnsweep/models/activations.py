@@ -27,6 +27,9 @@ class Activation:
     derivatives: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
     odd: bool
     first_derivative: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    # g'(a) written over the array holding a (which is then lost): the back-propagation hot
+    # path of HMC and chaining, where a fresh temporary per leapfrog step is measurable
+    first_derivative_overwrite: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def _erf_value(a):
@@ -43,17 +46,53 @@ def _tanh_derivatives(a, g):
     return d1, -2.0 * g * d1
 
 
+def _erf_first_derivative_overwrite(a, g):
+    np.multiply(a, a, out=a)
+    a *= -0.5
+    np.exp(a, out=a)
+    a *= SQRT2_OVER_PI
+    return a
+
+
+def _tanh_first_derivative_overwrite(a, g):
+    np.multiply(g, g, out=a)
+    np.subtract(1.0, a, out=a)
+    return a
+
+
+def _linear_first_derivative_overwrite(a, g):
+    a.fill(1.0)
+    return a
+
+
 def _linear_derivatives(a, g):
     return np.ones_like(a), np.zeros_like(a)
 
 
 ACTIVATIONS: dict[str, Activation] = {
     "erf": Activation(
-        "erf", _erf_value, _erf_derivatives, True, lambda a, g: SQRT2_OVER_PI * np.exp(-0.5 * a * a)
+        "erf",
+        _erf_value,
+        _erf_derivatives,
+        True,
+        lambda a, g: SQRT2_OVER_PI * np.exp(-0.5 * a * a),
+        _erf_first_derivative_overwrite,
     ),
-    "tanh": Activation("tanh", np.tanh, _tanh_derivatives, True, lambda a, g: 1.0 - g * g),
+    "tanh": Activation(
+        "tanh",
+        np.tanh,
+        _tanh_derivatives,
+        True,
+        lambda a, g: 1.0 - g * g,
+        _tanh_first_derivative_overwrite,
+    ),
     "linear": Activation(
-        "linear", lambda a: a.copy(), _linear_derivatives, True, lambda a, g: np.ones_like(a)
+        "linear",
+        lambda a: a.copy(),
+        _linear_derivatives,
+        True,
+        lambda a, g: np.ones_like(a),
+        _linear_first_derivative_overwrite,
     ),
 }
 

@@ -33,7 +33,6 @@ class MarginalModel:
 
     def __post_init__(self) -> None:
         prior = self.objective.prior
-        self._zero_alpha = np.zeros(prior.n_groups)
         n = self.objective.n_targets
         a, b = self.noise_prior.shape, self.noise_prior.rate
         self.phi_shape = a + 0.5 * n
@@ -51,7 +50,7 @@ class MarginalModel:
 
     def phi(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """phi(w) (B,) and its gradient (B, W)."""
-        e_d, g_d = self.objective.value_and_grad(w, self._zero_alpha, 1.0)
+        e_d, g_d = self.objective.data_error_and_grad(w)
         base = self.noise_prior.rate + e_d
         return self.phi_shape * np.log(base) + self.phi_const, (self.phi_shape / base)[
             :, None

@@ -19,6 +19,11 @@ import numpy as np
 from .activations import Activation, get_activation
 
 
+def augment(x: np.ndarray) -> np.ndarray:
+    """Inputs (N, I) with a column of ones appended, (N, I + 1)."""
+    return np.concatenate([x, np.ones((x.shape[0], 1))], axis=1)
+
+
 @dataclass(frozen=True)
 class Network:
     """Architecture I -> H -> P with activation g on the hidden layer."""
@@ -88,8 +93,14 @@ class Network:
     # ---- forward pass -----------------------------------------------------------------
     def hidden(self, w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pre-activations a (B,N,H) and activations z = g(a) (B,N,H)."""
+        return self.hidden_augmented(w, augment(x))
+
+    def hidden_augmented(self, w: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As ``hidden`` for inputs with a column of ones appended (``augment(x)``): the bias
+        rides in the matrix product, saving a pass over the (B, N, H) array."""
         p = self.unpack(w)
-        a = np.matmul(x, p["W1"].transpose(0, 2, 1)) + p["b1"][:, None, :]
+        w1b = np.concatenate([p["W1"], p["b1"][..., None]], axis=2)  # (B, H, I + 1)
+        a = np.matmul(x1, w1b.transpose(0, 2, 1))
         return a, self.activation.value(a)
 
     def forward(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .network import Network
+from .network import Network, augment
 from .priors import WeightPrior
 
 
@@ -37,6 +37,7 @@ class PenalisedError:
                 f"targets must have shape ({self.x.shape[0]}, {self.network.n_outputs})"
             )
         self.n_targets = self.t.size  # N * P noise terms
+        self._x1 = augment(self.x)
 
     # ---- pieces -----------------------------------------------------------------------
     def data_error(self, w: np.ndarray) -> np.ndarray:
@@ -52,30 +53,44 @@ class PenalisedError:
         a = self._alpha_w(alpha, w.shape[0])
         return np.asarray(beta) * self.data_error(w) + 0.5 * np.sum(a * w * w, axis=1)
 
-    def value_and_grad(self, w, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
-        """M(w) (B,) and dM/dw (B, W) by back-propagation."""
+    def data_error_and_grad(self, w) -> tuple[np.ndarray, np.ndarray]:
+        """E_D(w) (B,) and dE_D/dw (B, W) by back-propagation (thesis eq. 5.18).
+
+        This is the hot path of HMC and chaining: biases ride in the matrix products on
+        inputs with a column of ones, and g'(a) is written over the pre-activations.
+        """
         w = np.atleast_2d(w)
         B = w.shape[0]
         net = self.network
-        beta_b = np.broadcast_to(np.asarray(beta, dtype=float), (B,))
-        a_w = self._alpha_w(alpha, B)
         p = net.unpack(w)
         g = np.empty_like(w)
         s = net.slices
         if net.n_hidden == 0:
-            y = np.matmul(self.x, p["Wd"].transpose(0, 2, 1)) + p["b2"][:, None, :]
-            r = y - self.t
+            r = np.matmul(self.x, p["Wd"].transpose(0, 2, 1))
+            r += p["b2"][:, None, :]
+            r -= self.t
             g[:, s["Wd"]] = np.matmul(r.transpose(0, 2, 1), self.x).reshape(B, -1)
         else:
-            a, z = net.hidden(w, self.x)
-            y = np.matmul(z, p["W2"].transpose(0, 2, 1)) + p["b2"][:, None, :]
-            r = y - self.t
-            delta = np.matmul(r, p["W2"]) * net.activation.first_derivative(a, z)
-            g[:, s["W1"]] = np.matmul(delta.transpose(0, 2, 1), self.x).reshape(B, -1)
-            g[:, s["b1"]] = delta.sum(axis=1)
+            a, z = net.hidden_augmented(w, self._x1)
+            r = np.matmul(z, p["W2"].transpose(0, 2, 1))
+            r += p["b2"][:, None, :]
+            r -= self.t
+            delta = np.matmul(r, p["W2"])
+            delta *= net.activation.first_derivative_overwrite(a, z)
+            g1 = np.matmul(delta.transpose(0, 2, 1), self._x1)  # (B, H, I + 1)
+            g[:, s["W1"]] = g1[..., :-1].reshape(B, -1)
+            g[:, s["b1"]] = g1[..., -1]
             g[:, s["W2"]] = np.matmul(r.transpose(0, 2, 1), z).reshape(B, -1)
         g[:, s["b2"]] = r.sum(axis=1)
-        e_d = 0.5 * np.sum(r * r, axis=(1, 2))
+        return 0.5 * np.sum(r * r, axis=(1, 2)), g
+
+    def value_and_grad(self, w, alpha, beta) -> tuple[np.ndarray, np.ndarray]:
+        """M(w) (B,) and dM/dw (B, W)."""
+        w = np.atleast_2d(w)
+        B = w.shape[0]
+        beta_b = np.broadcast_to(np.asarray(beta, dtype=float), (B,))
+        a_w = self._alpha_w(alpha, B)
+        e_d, g = self.data_error_and_grad(w)
         value = beta_b * e_d + 0.5 * np.sum(a_w * w * w, axis=1)
         grad = beta_b[:, None] * g + a_w * w
         return value, grad
