@@ -45,6 +45,12 @@ class FitResult:
     status: str = "ok"
     status_message: str = ""
     runtime_s: float = float("nan")
+    # non-Gaussian likelihoods (ADF methods): class probabilities (T, C) for probit/softmax,
+    # per-point log predictive probabilities of the test/train targets for scoring
+    likelihood: str = "gaussian"
+    class_probs: np.ndarray | None = None
+    test_logpred: np.ndarray | None = None
+    train_logpred: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
