@@ -19,6 +19,8 @@ TINY = {
                  "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
                                  ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
                  "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},
+    "pbp": {"epochs": 2, "activation": "relu"},
+    "ebp": {"epochs": 2, "activation": "relu"},
 }  # fmt: skip
 
 
@@ -26,7 +28,7 @@ TINY = {
 def test_method_cell_round_trip(method, tmp_path):
     assert method in TINY, f"add a tiny setting for {method}"
     axes = [("hidden", 2)] + ([("schedule", "geometric5")] if method == "chaining" else [])
-    settings = {**TINY[method], **dict(axes), "activation": "erf"}
+    settings = {"activation": "erf", **TINY[method], **dict(axes)}
     cell = Cell("t", "toy_sine", "default", method, method, 0, tuple(axes), settings)
     path = fit_cell_to_file(cell, tmp_path / "cell.nc", log=lambda *_: None)
     with xr.open_dataset(path) as ds:

@@ -99,9 +99,18 @@ def expand(config: dict) -> list[Cell]:
             try:
                 method = get_method(entry.get("method", label))
                 settings = {k: v for k, v in entry.items() if k not in ("method", *method.axes)}
-                method.settings(settings)
+                built = method.settings(settings)
             except SettingsError as err:
                 raise ConfigError(f"config key {where!r}: {err}") from None
+            tasks = method.accepted_tasks(built)
+            for ds in experiment["datasets"]:
+                task = datasets.describe(ds)["task"]
+                if task not in tasks:
+                    raise ConfigError(
+                        f"config key {where!r}: method {method.name!r} with these settings fits "
+                        f"{' or '.join(tasks)} data, but dataset {ds!r} is a {task} task"
+                        + (" (choose a matching 'likelihood')" if method.tasks else "")
+                    )
             unused = [
                 a
                 for a in ("hidden", "components", "schedule")

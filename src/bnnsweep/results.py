@@ -42,6 +42,9 @@ UNITS = {
         "target units squared",
     ),
     "y_test": ("test targets, original units", "target units"),
+    "test_error_rate": ("fraction of test points whose most probable class is wrong", "1"),
+    "test_mad": ("mean absolute deviation of the predicted counts from the test counts", "counts"),
+    "class_probs": ("predictive class probabilities at the test points", "1"),
     "runtime_s": ("wall time of the fit", "s"),
     "n_grad_evals": ("gradient evaluations of the penalised error", "1"),
 }
@@ -68,6 +71,32 @@ def regression_metrics(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict
         "test_nmse": mse / float(np.mean(np.var(y, axis=0))),
         "test_loglik": gaussian_loglik(y, mean, var),
     }
+
+
+def _mean_or_nan(values) -> float:
+    return float(np.mean(values)) if values is not None else np.nan
+
+
+def discrete_metrics(result: FitResult, y: np.ndarray) -> dict[str, float]:
+    """Metrics of class and count predictions (ADF methods, paper 004 sec. 4-6).
+
+    probit/softmax: ``test_error_rate`` (argmax of ``class_probs`` against the label in column
+    0 of ``y``) and ``test_loglik`` (mean log probability of the true class); poisson:
+    ``test_mad`` and ``test_rmse`` of the point prediction ``pred_mean`` (the predictive mode)
+    and ``test_loglik`` (mean log predictive mass). ``train_loglik`` from ``train_logpred``.
+    """
+    metrics = {
+        "test_loglik": _mean_or_nan(result.test_logpred),
+        "train_loglik": _mean_or_nan(result.train_logpred),
+    }
+    if result.class_probs is not None:
+        labels = y[:, 0].astype(int)
+        metrics["test_error_rate"] = float(np.mean(np.argmax(result.class_probs, axis=1) != labels))
+    else:
+        error = result.pred_mean - y
+        metrics["test_mad"] = float(np.mean(np.abs(error)))
+        metrics["test_rmse"] = float(np.sqrt(np.mean(error**2)))
+    return metrics
 
 
 def git_revision() -> str:
@@ -118,18 +147,23 @@ def cell_dataset(
         "runtime_s": _var(result.runtime_s, (), "runtime_s"),
         "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
     }
-    finite = np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
-    metrics = (
-        regression_metrics(y, mean, var)
-        if finite
-        else dict.fromkeys(("test_rmse", "test_mse", "test_nmse", "test_loglik"), np.nan)
-    )
-    if result.train_mean is not None:
-        tmean, tvar = to_original_units(split, result.train_mean, result.train_var)
-        ytrain = split.y_train * split.y_scale + split.y_mean
-        metrics["train_loglik"] = gaussian_loglik(ytrain, tmean, tvar)
+    if result.likelihood != "gaussian":
+        metrics = discrete_metrics(result, y)
+        if result.class_probs is not None:
+            data["class_probs"] = _var(result.class_probs, ("test_point", "class"), "class_probs")
     else:
-        metrics["train_loglik"] = np.nan
+        finite = np.all(np.isfinite(mean)) and np.all(np.isfinite(var))
+        metrics = (
+            regression_metrics(y, mean, var)
+            if finite
+            else dict.fromkeys(("test_rmse", "test_mse", "test_nmse", "test_loglik"), np.nan)
+        )
+        if result.train_mean is not None:
+            tmean, tvar = to_original_units(split, result.train_mean, result.train_var)
+            ytrain = split.y_train * split.y_scale + split.y_mean
+            metrics["train_loglik"] = gaussian_loglik(ytrain, tmean, tvar)
+        else:
+            metrics["train_loglik"] = np.nan
     for name, value in metrics.items():
         data[name] = _var(value, (), name)
     for dim, (mm, mv) in result.members.items():

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import chaining, hmc, laplace, map_early_stopping
+from . import adf, chaining, hmc, laplace, map_early_stopping
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -21,6 +21,13 @@ class Method:
     fit: Callable
     axes: tuple[str, ...]
     description: str
+    # fit_many(splits, settings, rngs, log) -> list[FitResult]: several cells as one batch
+    fit_many: Callable | None = None
+    # tasks(settings) -> dataset tasks the method can fit (default: regression only)
+    tasks: Callable | None = None
+
+    def accepted_tasks(self, settings) -> tuple[str, ...]:
+        return tuple(self.tasks(settings)) if self.tasks else ("regression",)
 
     def settings(self, values: dict):
         return build_settings(self.settings_class, values, where=f"method {self.name!r}")
@@ -81,6 +88,29 @@ register(
         hmc.fit,
         ("hidden",),
         "hybrid Monte Carlo over the weights, Gibbs updates of alpha and beta, several chains batched",
+    )
+)
+
+register(
+    Method(
+        "pbp",
+        adf.PBPSettings,
+        adf.fit,
+        ("hidden",),
+        "probabilistic backpropagation: ADF over Gaussian weights of a ReLU net, EP-refined prior (paper 004)",
+        fit_many=adf.fit_many,
+        tasks=adf.accepted_tasks,
+    )
+)
+register(
+    Method(
+        "ebp",
+        adf.EBPSettings,
+        adf.fit,
+        ("hidden",),
+        "expectation backpropagation: ADF over weight means, variances fixed at 1 (paper 004)",
+        fit_many=adf.fit_many,
+        tasks=adf.accepted_tasks,
     )
 )
 

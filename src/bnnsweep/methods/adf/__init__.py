@@ -6,6 +6,13 @@ EP prior refinement), ``settings``, ``fit`` (the batched filter, ``fit`` and ``f
 """
 
 from .fit import fit, fit_many
+from .likelihoods import TASKS
 from .settings import ADFSettings, EBPSettings, PBPSettings
 
-__all__ = ["ADFSettings", "EBPSettings", "PBPSettings", "fit", "fit_many"]
+
+def accepted_tasks(settings: ADFSettings) -> tuple[str, ...]:
+    """Dataset tasks the chosen likelihood can model (the config check uses this)."""
+    return TASKS[settings.likelihood]
+
+
+__all__ = ["ADFSettings", "EBPSettings", "PBPSettings", "accepted_tasks", "fit", "fit_many"]

@@ -222,20 +222,24 @@ class ADF:
         }
 
     def test_scores(self, r: int, rng) -> tuple[float, float]:
-        """(test error, mean test log predictive) in original units for the epoch trace:
-        RMSE for gaussian, error rate for probit/softmax, mean absolute deviation for counts."""
+        """(test error, test log-likelihood) in original units for the epoch trace, scored by
+        :mod:`bnnsweep.results`: RMSE for gaussian, error rate for probit/softmax, mean
+        absolute deviation for counts."""
+        from ...results import discrete_metrics, regression_metrics, to_original_units
+
         split = self.splits[r]
         pred = self.predict(r, split.x_test, split.y_test, rng)
         if self.likelihood == "gaussian":
-            err = float(np.sqrt(np.mean(((pred["mean"] - split.y_test) * split.y_scale) ** 2)))
-            ll = float(np.mean(pred["logpred"]) - np.sum(np.log(split.y_scale)))
-        elif self.likelihood == "poisson":
-            err = float(np.mean(np.abs(pred["mean"] - split.y_test)))
-            ll = float(np.mean(pred["logpred"]))
-        else:
-            err = float(np.mean(pred["mean"][:, 0] != split.y_test[:, 0]))
-            ll = float(np.mean(pred["logpred"]))
-        return err, ll
+            mean, var = to_original_units(split, pred["mean"], pred["var"])
+            y = split.y_test * split.y_scale + split.y_mean
+            scores = regression_metrics(y, mean, var)
+            return scores["test_rmse"], scores["test_loglik"]
+        scored = FitResult(
+            pred["mean"], pred["var"], likelihood=self.likelihood,
+            class_probs=pred.get("probs"), test_logpred=pred["logpred"],
+        )  # fmt: skip
+        scores = discrete_metrics(scored, split.y_test)
+        return scores.get("test_error_rate", scores.get("test_mad")), scores["test_loglik"]
 
     # ---- the whole run -------------------------------------------------------------------
     def run(self) -> list[FitResult]:

@@ -18,12 +18,13 @@ class ADFSettings:
     """Shared by PBP and EBP.
 
     ``layers`` lists the hidden-layer widths; empty means one layer of ``hidden`` units (the
-    sweep axis). When ``layers`` is given its first width must equal ``hidden`` so that the
+    sweep axis); hidden units are ReLU (``activation`` accepts only ``relu``). When ``layers`` is given its first width must equal ``hidden`` so that the
     cell's ``hidden`` coordinate describes the network.
     """
 
     hidden: int = 50
     layers: list = field(default_factory=list)
+    activation: str = "relu"
     likelihood: str = "gaussian"
     epochs: int = 40
     noise_shape: float = 6.0
@@ -46,6 +47,7 @@ class ADFSettings:
                 f"setting 'layers' {list(self.layers)} starts with {self.layers[0]} but 'hidden' is "
                 f"{self.hidden}; set hidden to the first layer's width"
             )
+        check_choice("activation", self.activation, ("relu",))
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
         check_choice("softmax_approximation", self.softmax_approximation, SOFTMAX_APPROXIMATIONS)
         for key in ("epochs", "noise_shape", "noise_rate", "mc_samples", "predictive_samples"):

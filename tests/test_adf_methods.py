@@ -1,0 +1,120 @@
+"""The pbp and ebp methods: registration, batching, determinism, every likelihood end to end."""
+
+import numpy as np
+import pytest
+
+from bnnsweep.datasets.base import Split
+from bnnsweep.methods import SettingsError, get_method
+from bnnsweep.methods.adf import EBPSettings, PBPSettings, fit, fit_many
+from bnnsweep.results import cell_dataset
+from bnnsweep.sweep import Cell
+
+
+def _split(task: str, seed: int = 0, n: int = 60, n_test: int = 20, n_in: int = 3) -> Split:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n + n_test, n_in))
+    f = np.sin(x[:, 0]) + 0.5 * x[:, 1]
+    if task == "regression":
+        y = f + 0.1 * rng.normal(size=f.shape)
+    elif task == "binary":
+        y = (f > 0).astype(float)
+    elif task == "multiclass":
+        y = np.digitize(f, [-0.5, 0.5]).astype(float)
+    else:
+        y = rng.poisson(np.exp(0.5 * f + 1.0)).astype(float)
+    y = y[:, None]
+    one, zero = np.ones(1), np.zeros(1)
+    return Split(f"s{seed}", x[:n], y[:n], x[n:], y[n:], zero, one)
+
+
+LIKELIHOOD_TASKS = {"gaussian": "regression", "probit": "binary", "softmax": "multiclass",
+                    "poisson": "count"}  # fmt: skip
+
+
+def test_both_methods_registered_with_fit_many():
+    for name in ("pbp", "ebp"):
+        method = get_method(name)
+        assert method.fit_many is fit_many and method.axes == ("hidden",)
+        assert method.accepted_tasks(method.settings({"likelihood": "poisson"})) == ("count",)
+    assert get_method("laplace").fit_many is None
+    assert get_method("laplace").accepted_tasks(None) == ("regression",)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"layers": [20, 20]}, {"layers": "50"}, {"likelihood": "logit"}, {"noise_shape": 1.0},
+     {"epochs": 0}, {"softmax_approximation": "exact"}],
+)  # fmt: skip
+def test_settings_refuse_bad_values(bad):
+    with pytest.raises(SettingsError):
+        get_method("pbp").settings(bad)
+
+
+def test_same_seed_gives_identical_numbers():
+    split = _split("regression")
+    settings = PBPSettings(hidden=8, epochs=3)
+    runs = [fit(split, settings, np.random.default_rng(5), log=lambda *_: None) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].pred_mean, runs[1].pred_mean)
+    np.testing.assert_array_equal(runs[0].pred_var, runs[1].pred_var)
+    np.testing.assert_array_equal(
+        runs[0].traces["epoch_test_error"][1], runs[1].traces["epoch_test_error"][1]
+    )
+    other = fit(split, settings, np.random.default_rng(6), log=lambda *_: None)
+    assert not np.array_equal(other.pred_mean, runs[0].pred_mean)
+
+
+@pytest.mark.parametrize("settings_class", [PBPSettings, EBPSettings])
+def test_batched_replicates_equal_separate_runs(settings_class):
+    """A replicate's numbers do not depend on its batch-mates (own stream, own data size)."""
+    splits = [_split("regression", 0), _split("regression", 1, n=45)]
+    settings = settings_class(hidden=6, layers=[6, 4], epochs=2)
+    quiet = {"log": lambda *_: None}
+    batch = fit_many(splits, settings, [np.random.default_rng(s) for s in (1, 2)], **quiet)
+    for k, (split, seed) in enumerate(zip(splits, (1, 2), strict=True)):
+        alone = fit(split, settings, np.random.default_rng(seed), **quiet)
+        np.testing.assert_allclose(batch[k].pred_mean, alone.pred_mean, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(batch[k].pred_var, alone.pred_var, rtol=1e-10, atol=1e-12)
+        assert batch[k].n_grad_evals == 2 * split.x_train.shape[0]
+
+
+def test_pbp_learns_a_regression_and_ebp_keeps_unit_variances():
+    split = _split("regression", n=150)
+    quiet = {"log": lambda *_: None}
+    pbp = fit(split, PBPSettings(hidden=10, epochs=15), np.random.default_rng(0), **quiet)
+    rmse = np.sqrt(np.mean((pbp.pred_mean - split.y_test) ** 2))
+    assert rmse < 0.5 * np.std(split.y_test)
+    assert pbp.diagnostics["prior_shape"] > 6.0  # EP refinement moved the Gamma of lambda
+    assert pbp.traces["epoch_test_error"][0] == ("epoch",)
+    ebp = fit(split, EBPSettings(hidden=10, epochs=3), np.random.default_rng(0), **quiet)
+    assert np.all(np.isfinite(ebp.pred_mean)) and np.isnan(ebp.diagnostics["prior_shape"])
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "probit", "softmax", "poisson"])
+@pytest.mark.parametrize("method", ["pbp", "ebp"])
+def test_every_likelihood_fits_and_is_scored(method, likelihood):
+    split = _split(LIKELIHOOD_TASKS[likelihood])
+    m = get_method(method)
+    settings = m.settings({"hidden": 8, "epochs": 3, "likelihood": likelihood, "mc_samples": 5})
+    result = m.fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    assert result.status == "ok", result.status_message
+    cell = Cell("t", "synthetic", "0", method, method, 0, (("hidden", 8),), {"hidden": 8})
+    ds = cell_dataset(result, split, cell)
+    assert np.isfinite(ds["test_loglik"].item()) and np.isfinite(ds["train_loglik"].item())
+    if likelihood in ("probit", "softmax"):
+        assert 0.0 <= ds["test_error_rate"].item() < 0.5
+        probs = ds["class_probs"].values
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-12)
+    elif likelihood == "poisson":
+        assert ds["test_mad"].item() >= 0 and np.all(result.pred_mean >= 0)
+        assert np.all(result.pred_mean == np.floor(result.pred_mean))
+    else:
+        assert "test_error_rate" not in ds and np.isfinite(ds["test_rmse"].item())
+
+
+def test_softmax_log_bound_and_mc_both_learn():
+    split = _split("multiclass", n=120)
+    for approx in ("bound", "mc"):
+        s = PBPSettings(hidden=10, epochs=6, likelihood="softmax", softmax_approximation=approx)
+        r = fit(split, s, np.random.default_rng(1), log=lambda *_: None)
+        errors = r.traces["epoch_test_error"][1]
+        assert errors[-1] < 0.35, (approx, errors)
