@@ -45,6 +45,11 @@ def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
     ]:
         assert 0 < se < 1.0
         assert abs(value - reference) < 3 * se, (value, se, reference)
+    # paper 001 fig. 1a's error E(lambda, w) = lambda phi + E_0 at the last link's samples
+    model = MarginalModel(objective, noise)
+    post = res.posterior_samples
+    expected = model.phi(post)[0] + model.prior_energy(post)
+    np.testing.assert_allclose(res.energy_trace[-1].T.ravel(), expected, rtol=1e-12)
 
 
 def test_marginal_prior_is_normalised_and_phi_integrates_beta():

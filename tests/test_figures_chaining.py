@@ -211,14 +211,25 @@ def test_chosen_run_is_the_largest_paper_network_not_diverged():
     assert (arm["hidden"], arm["schedule"]) == (6, "geometric10")
 
 
+def test_trace_panel_prefers_the_tempered_energy():
+    ds = make_merged()
+    ds["link_energy_trace"] = ds["link_phi_trace"] * 0.5 + 1.0
+    fig = chaining_diagnostics(ds)
+    assert fig.axes[0].get_ylabel().startswith("E(λ = 0.359, w)")
+    expected = [0.5 * phi_value(9, 9, 0, s) + 1.0 for s in range(N_SAMPLES)]
+    np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_ydata(), expected)
+
+
 def test_trace_panel_shows_the_link_nearest_0_6_per_chain():
     fig = chaining_diagnostics(make_merged())
     titles = [ax.get_title() for ax in fig.axes]
     assert len(fig.axes) == 6  # two datasets x three panels
     # rows sorted by dataset: robot_arm (geometric10, lambda 0.359 at link 9), toy_sine (paper)
-    assert "(a) φ(w) at λ = 0.359" in titles[0]
+    assert "(a) error at λ = 0.359" in titles[0]
     assert "robot_arm, H = 6, schedule geometric10 (K = 10)" in titles[1]
-    assert "(a) φ(w) at λ = 0.6" in titles[3]
+    assert "(a) error at λ = 0.6" in titles[3]
+    # the synthetic file has no link_energy_trace: the panel falls back to phi and says so
+    assert fig.axes[0].get_ylabel().startswith("φ(w)")
     assert "toy_sine, H = 3, schedule paper (K = 18), seed 0" in titles[4]
     for ax, run, link, n_samples in ((fig.axes[0], 9, 9, N_SAMPLES), (fig.axes[3], 1, 16, 9)):
         lines = ax.get_lines()

@@ -4,9 +4,9 @@ Per dataset, a row of three panels for one chosen chaining run: the run with the
 number of hidden units among those with schedule ``paper`` (else among all chaining runs),
 preferring runs not flagged ``diverged``, then the lowest seed.
 
-(a) phi(w), the minus log marginal likelihood that lambda tempers, at the kept samples of the
-link whose lambda is nearest 0.6, against the sample index, one line per chain (paper 001
-fig. 1a plots the whole tempered energy E(0.6, w); ``link_phi_trace`` records phi only).
+(a) The error E(lambda, w) = lambda phi(w) + E_0(w) (``link_energy_trace``) at the kept
+samples of the link whose lambda is nearest 0.6, against the sample index, one line per chain
+(paper 001 fig. 1a); files without that trace show phi(w) (``link_phi_trace``) instead.
 (b) The log evidence ratio ln p(D|M_i) / p(D|M_{i-1}) of every link i = 1..K against
 lambda_i, with +- one standard error; the x axis is logarithmic because the schedules are
 dense near 0 (lambda_0 = 0 has no ratio). (c) The mean HMC acceptance probability of every
@@ -97,14 +97,17 @@ def _link_values(ds: xr.Dataset, name: str, run: int, n: int) -> np.ndarray:
 
 def _trace_panel(ax, ds: xr.Dataset, run: int, lambdas: np.ndarray) -> None:
     link = nearest_link(lambdas)
-    ax.set_title(f"(a) φ(w) at λ = {lambdas[link]:.3g}")
+    name, symbol = "link_energy_trace", f"E(λ = {lambdas[link]:.3g}, w)"
+    if name not in ds or not np.isfinite(ds[name].isel(run=run, link=link).values).any():
+        name, symbol = "link_phi_trace", "φ(w) = −ln p(D | w)"
+    ax.set_title(f"(a) error at λ = {lambdas[link]:.3g}")
     ax.set_xlabel("kept sample")
-    ax.set_ylabel("φ(w) = −ln p(D | w) (nats)")
+    ax.set_ylabel(f"{symbol} (nats)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if "link_phi_trace" not in ds:
+    if name not in ds:
         note(ax, "no link_phi_trace in the merged file")
         return
-    trace = ds["link_phi_trace"].isel(run=run, link=link).transpose("chain", "sample").values
+    trace = ds[name].isel(run=run, link=link).transpose("chain", "sample").values
     trace = np.asarray(trace, dtype=float)
     drawn = 0
     for chain, values in enumerate(trace):
@@ -114,7 +117,7 @@ def _trace_panel(ax, ds: xr.Dataset, run: int, lambdas: np.ndarray) -> None:
         ax.plot(np.flatnonzero(keep), values[keep], linewidth=0.9, label=f"chain {chain}")
         drawn += 1
     if drawn == 0:
-        note(ax, f"no finite φ(w) at link {link}")
+        note(ax, f"no finite error values at link {link}")
     elif 1 < drawn <= 8:
         ax.legend(fontsize="x-small", loc="best")
 

@@ -58,10 +58,13 @@ def thermodynamic(lambdas: np.ndarray, phi_by_link: list[np.ndarray]) -> tuple[f
     return value, se
 
 
-def ais_estimate(log_weights: np.ndarray) -> tuple[float, float]:
-    """ln mean exp(log_weights) and its delta-method standard error."""
+def ais_estimate(log_weights: np.ndarray) -> tuple[float, float, float]:
+    """ln mean exp(log_weights), its delta-method standard error, and the effective sample
+    size (sum w)^2 / sum w^2 of the importance weights. When one particle carries nearly all
+    the weight (ESS near 1) the standard error is meaningless (it tends to 1 whatever the
+    true error) and the estimate is biased low: AIS needs more intermediate distributions."""
     lw = np.ravel(log_weights)
     value = log_mean_exp(lw)
     w = np.exp(lw - lw.max())
     se = float(np.std(w, ddof=1) / (np.sqrt(w.size) * w.mean())) if w.size > 1 else float("nan")
-    return value, se
+    return value, se, float(w.sum() ** 2 / np.sum(w**2))

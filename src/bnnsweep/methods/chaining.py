@@ -18,6 +18,7 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..models.marginal import MarginalModel
+from ..models.priors import check_prior_supported
 from .base import FitResult, check_choice, check_positive, check_sampler_fractions
 from .chaining_core import ChainProtocol, run_chain
 from .model_settings import ModelSettings
@@ -25,6 +26,10 @@ from .schedules import schedule as make_schedule
 
 # smallest Gamma shape whose draws stay representable (shape 3e-4 gives alpha = 0 in ~80%)
 MIN_SHAPE = 0.01
+
+
+MIN_AIS_ESS = 5.0
+"""Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +45,16 @@ class ChainingSettings(ModelSettings):
     persistence: float = 0.0
     ais_particles: int = 64
     ais_leapfrog: int = 50
+    ais_substeps: int = 20
     estimator: str = "ratio"
     predictive_samples: int = 200
 
     def validate(self) -> None:
         super().validate()
+        check_prior_supported("chaining", self.prior)
         make_schedule(self.schedule)
         for key in ("chains_per_link", "samples", "leapfrog", "burn_leapfrog", "step_size",
-                    "predictive_samples", "ais_leapfrog"):  # fmt: skip
+                    "predictive_samples", "ais_leapfrog", "ais_substeps"):  # fmt: skip
             check_positive(key, getattr(self, key))
         check_positive("burn_in", self.burn_in, allow_zero=True)
         check_positive("ais_particles", self.ais_particles, allow_zero=True)
@@ -82,6 +89,7 @@ class ChainingSettings(ModelSettings):
             persistence=self.persistence,
             ais_particles=self.ais_particles,
             ais_leapfrog=self.ais_leapfrog,
+            ais_substeps=self.ais_substeps,
         )
 
 
@@ -128,6 +136,13 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
     bad_links = np.flatnonzero(chain.divergent > 0.1 * n_kept)
     if bad_links.size:
         result.flag("diverged", f"over 10% divergent trajectories at link(s) {bad_links.tolist()}")
+    if settings.estimator == "ais" and chain.ais_ess < MIN_AIS_ESS:
+        result.flag(
+            "not_converged",
+            f"AIS weights have an effective sample size of {chain.ais_ess:.1f} of "
+            f"{settings.ais_particles} particles: the estimate is biased low and its standard "
+            "error meaningless (raise ais_substeps)",
+        )
     if not np.isfinite(log_z):
         result.flag("diverged", "the evidence estimate is not finite")
     elif not np.isfinite(log_z_se):
@@ -148,6 +163,7 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
             "link_divergent": (("link",), chain.divergent),
             "link_mean_phi": (("link",), chain.mean_phi),
             "link_phi_trace": (("link", "chain", "sample"), chain.phi_trace),
+            "link_energy_trace": (("link", "chain", "sample"), chain.energy_trace),
         }
     )
     result.diagnostics.update(
@@ -157,6 +173,7 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         log_evidence_ti_se=chain.log_z_ti_se,
         log_evidence_ais=chain.log_z_ais,
         log_evidence_ais_se=chain.log_z_ais_se,
+        ais_ess=chain.ais_ess,
         n_links=len(lambdas) - 1,
         n_weights=objective.network.n_weights,
     )

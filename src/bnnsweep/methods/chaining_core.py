@@ -29,6 +29,7 @@ class ChainProtocol:
     step_size: float
     ais_particles: int
     ais_leapfrog: int
+    ais_substeps: int = 1
     target_accept: float = 0.8
     persistence: float = 0.0
     phi_chunk: int = 256
@@ -46,12 +47,14 @@ class ChainResult:
     divergent: np.ndarray  # (K + 1,)
     mean_phi: np.ndarray  # (K + 1,)
     phi_trace: np.ndarray  # (K + 1, C, S)
+    energy_trace: np.ndarray  # (K + 1, C, S): E(lambda_i, w) = lambda_i phi + E_0, NaN if no E_0
     log_z_ratio: float
     log_z_ratio_se: float
     log_z_ti: float
     log_z_ti_se: float
     log_z_ais: float
     log_z_ais_se: float
+    ais_ess: float
     posterior_samples: np.ndarray  # (C * S, W) at lambda = 1
     n_grad_evals: int
 
@@ -64,6 +67,19 @@ def _phi_chunked(target, w: np.ndarray, chunk: int) -> np.ndarray:
         )
     # weights so large that the network output overflows have E_D -> infinity: zero weight
     return np.where(np.isnan(out), np.inf, out).reshape(w.shape[:-1])
+
+
+def _tempered_energy_trace(target, lambdas, phi_all, w_ref, samples, C) -> np.ndarray:
+    """E(lambda_i, w) = lambda_i phi(w) + E_0(w) at every kept sample (paper 001 fig. 1a), when
+    the target provides the normalised reference energy ``prior_energy``; else NaN."""
+    if not hasattr(target, "prior_energy"):
+        return np.full(phi_all.shape, np.nan)
+    K, S = len(lambdas) - 1, samples.shape[0]
+    e0_ref = target.prior_energy(w_ref).reshape(C, S)
+    e0_links = target.prior_energy(samples.reshape(-1, samples.shape[-1]))
+    e0_links = e0_links.reshape(S, K * C).T.reshape(K, C, S)
+    e0_all = np.concatenate([e0_ref[None], e0_links], axis=0)
+    return lambdas[:, None, None] * phi_all + e0_all
 
 
 def run_chain(
@@ -108,14 +124,15 @@ def run_chain(
     phi_links = _phi_chunked(target, result.samples, proto.phi_chunk)  # (S, K*C)
     phi_links = phi_links.T.reshape(K, C, S)
     phi_all = np.concatenate([phi_ref[None], phi_links], axis=0)  # (K+1, C, S)
+    energy_all = _tempered_energy_trace(target, lambdas, phi_all, w_ref, result.samples, C)
     ln_r, se, ess = np.empty(K), np.empty(K), np.empty(K)
     for i in range(1, K + 1):
         ln_r[i - 1], se[i - 1], ess[i - 1] = ratio_link(phi_all[i - 1], lambdas[i] - lambdas[i - 1])
     log_z_ti, ti_se = thermodynamic(lambdas, list(phi_all))
     step = result.step_size.reshape(K, C)
-    ais, ais_se, n_grad_ais = float("nan"), float("nan"), 0
+    ais, ais_se, ais_ess, n_grad_ais = float("nan"), float("nan"), float("nan"), 0
     if proto.ais_particles > 0:
-        ais, ais_se, n_grad_ais = _ais(target, lambdas, step.mean(axis=1), proto, rng)
+        ais, ais_se, ais_ess, n_grad_ais = _ais(target, lambdas, step.mean(axis=1), proto, rng)
     accept = result.accept_prob.T.reshape(K, C, S).mean(axis=(1, 2))
     return ChainResult(
         lambdas=lambdas,
@@ -127,33 +144,48 @@ def run_chain(
         divergent=np.concatenate([[0], result.divergent.reshape(K, C).sum(axis=1)]),
         mean_phi=phi_all.mean(axis=(1, 2)),
         phi_trace=phi_all,
+        energy_trace=energy_all,
         log_z_ratio=float(ln_r.sum()),
         log_z_ratio_se=float(np.sqrt(np.sum(se**2))),
         log_z_ti=log_z_ti,
         log_z_ti_se=ti_se,
         log_z_ais=ais,
         log_z_ais_se=ais_se,
+        ais_ess=ais_ess,
         posterior_samples=result.samples[:, -C:, :].reshape(-1, result.samples.shape[-1]),
         n_grad_evals=result.n_grad_evals + n_grad_ais,
     )
 
 
+def refine_schedule(lambdas: np.ndarray, substeps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``substeps`` evenly spaced temperatures in each interval (lambda_{k-1}, lambda_k], and
+    for each the index k of the link whose interval holds it (so 1 leaves the schedule as is).
+    """
+    lambdas = np.asarray(lambdas, dtype=float)
+    fractions = np.arange(1, substeps + 1) / substeps
+    fine = lambdas[:-1, None] + np.diff(lambdas)[:, None] * fractions[None, :]
+    link = np.repeat(np.arange(1, len(lambdas)), substeps)
+    return np.concatenate([[lambdas[0]], fine.ravel()]), link
+
+
 def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
-    """Annealed importance sampling: particles from the reference, weights accumulated at
-    each lambda, one HMC transition (with Gibbs) at each intermediate distribution using the
-    step size adapted for that link."""
+    """Annealed importance sampling (Neal 2001) along the schedule refined by
+    ``ais_substeps`` temperatures per link: particles from the reference, weights
+    accumulated at each temperature, one HMC transition (with Gibbs) at each intermediate
+    distribution using the step size adapted for the link that holds it."""
     n = proto.ais_particles
+    fine, link = refine_schedule(lambdas, proto.ais_substeps)
     w, theta = target.sample_prior(n, rng)
     log_w = np.zeros(n)
     phi, _ = target.phi(w)
     n_grad = 0
     gibbs = getattr(target, "gibbs_alpha", None)
-    for k in range(1, len(lambdas)):
-        log_w += -(lambdas[k] - lambdas[k - 1]) * phi
-        if k == len(lambdas) - 1:
+    for k in range(1, len(fine)):
+        log_w += -(fine[k] - fine[k - 1]) * np.where(np.isnan(phi), np.inf, phi)
+        if k == len(fine) - 1:
             break
         res = hmc_sampler.sample(
-            target.tempered_energy(np.full(n, lambdas[k])),
+            target.tempered_energy(np.full(n, fine[k])),
             w,
             theta,
             rng,
@@ -161,12 +193,12 @@ def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
             n_samples=1,
             n_leapfrog_burn=proto.ais_leapfrog,
             n_leapfrog=proto.ais_leapfrog,
-            step_size=steps[k - 1],
+            step_size=steps[link[k - 1] - 1],
             gibbs=gibbs,
             adapt=False,
         )
         w, theta = res.samples[-1], res.thetas[-1]
         n_grad += res.n_grad_evals
         phi, _ = target.phi(w)
-    value, se = ais_estimate(log_w)
-    return value, se, n_grad
+    value, se, ess = ais_estimate(log_w)
+    return value, se, ess, n_grad
