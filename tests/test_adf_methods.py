@@ -42,7 +42,7 @@ def test_both_methods_registered_with_fit_many():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"layers": [20, 20]}, {"layers": "50"}, {"likelihood": "logit"}, {"noise_shape": 1.0},
+    [{"layers": 0}, {"layers": "50"}, {"layers": []}, {"layers": [5, 0]}, {"likelihood": "logit"}, {"noise_shape": 1.0},
      {"epochs": 0}, {"softmax_approximation": "exact"}],
 )  # fmt: skip
 def test_settings_refuse_bad_values(bad):

@@ -20,6 +20,9 @@
 ``chaining_diagnostics``
     one chaining run per dataset link by link: phi(w) trace at lambda = 0.6, ln evidence ratio
     and HMC acceptance per link against lambda (paper 001 fig. 1)
+``adf_uci_table``
+    PBP beside EBP: test RMSE and log-likelihood per dataset, mean +- s.e. over splits,
+    with HL&A 2015's published PBP values (paper 004 Fig. 2)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -36,6 +39,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._common import method_palette, save_figure
+from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
@@ -50,10 +54,12 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "error_table": (error_table, ".md"),
     "chaining_diagnostics": (chaining_diagnostics, ".png"),
     "schedule_comparison": (schedule_comparison, ".png"),
+    "adf_uci_table": (adf_uci_table, ".png"),
 }
 
 __all__ = [
     "FIGURES",
+    "adf_uci_table",
     "chaining_diagnostics",
     "draw",
     "error_table",

@@ -7,7 +7,7 @@ choice of likelihood, so these settings stand on their own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..base import check_choice, check_positive
 from .likelihoods import LIKELIHOODS, SOFTMAX_APPROXIMATIONS
@@ -17,13 +17,14 @@ from .likelihoods import LIKELIHOODS, SOFTMAX_APPROXIMATIONS
 class ADFSettings:
     """Shared by PBP and EBP.
 
-    ``layers`` lists the hidden-layer widths; empty means one layer of ``hidden`` units (the
-    sweep axis); hidden units are ReLU (``activation`` accepts only ``relu``). When ``layers`` is given its first width must equal ``hidden`` so that the
-    cell's ``hidden`` coordinate describes the network.
+    ``layers`` is either the number of hidden layers, each of ``hidden`` units (the sweep
+    axis), or an explicit list of hidden-layer widths (e.g. [50, 50]); the list form fixes
+    the architecture whatever ``hidden`` says, so prefer the integer form in sweeps. Hidden
+    units are ReLU (``activation`` accepts only ``relu``).
     """
 
     hidden: int = 50
-    layers: list = field(default_factory=list)
+    layers: int | list = 1
     activation: str = "relu"
     likelihood: str = "gaussian"
     epochs: int = 40
@@ -36,16 +37,16 @@ class ADFSettings:
 
     def validate(self) -> None:
         check_positive("hidden", self.hidden)
-        if not isinstance(self.layers, list | tuple) or not all(
-            isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in self.layers
-        ):
+        if isinstance(self.layers, list | tuple):
+            if not self.layers or not all(
+                isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in self.layers
+            ):
+                raise ValueError(
+                    f"setting 'layers' must be a positive integer or a non-empty list of them, got {self.layers!r}"
+                )
+        elif isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1:
             raise ValueError(
-                f"setting 'layers' must be a list of positive integers, got {self.layers!r}"
-            )
-        if self.layers and self.layers[0] != self.hidden:
-            raise ValueError(
-                f"setting 'layers' {list(self.layers)} starts with {self.layers[0]} but 'hidden' is "
-                f"{self.hidden}; set hidden to the first layer's width"
+                f"setting 'layers' must be a positive integer or a non-empty list of them, got {self.layers!r}"
             )
         check_choice("activation", self.activation, ("relu",))
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
@@ -59,7 +60,9 @@ class ADFSettings:
 
     @property
     def hidden_widths(self) -> list[int]:
-        return list(self.layers) if self.layers else [self.hidden]
+        if isinstance(self.layers, list | tuple):
+            return list(self.layers)
+        return [self.hidden] * self.layers
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""``adf_uci_table``: PBP beside EBP on the UCI benchmark, as a rendered table.
+
+One row per dataset; for each method label the test RMSE and test log-likelihood (original
+units), mean +- standard error over the splits (runs not ``diverged``, finite values), the
+better mean of each metric in bold, and the published 40-epoch PBP numbers of Hernandez-Lobato
+& Adams (2015, Table 1; the same protocol and splits) for reference. Paper 004 Fig. 2 reports
+PBP and EBP after 100 epochs as bar charts only. :func:`adf_uci_frame` gives the numbers as a
+DataFrame.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import xarray as xr
+from matplotlib.figure import Figure
+
+from ._common import mean_se, new_figure, note_figure, runs_frame, style, usable
+
+METRICS = ("test_rmse", "test_loglik")
+HIGHER_IS_BETTER = {"test_rmse": False, "test_loglik": True}
+
+PBP_PUBLISHED = {  # HL&A 2015 Table 1 (PBP, 40 epochs): (RMSE, s.e.), (test LL, s.e.)
+    "boston_housing": ((3.014, 0.18), (-2.574, 0.089)),
+    "concrete": ((5.667, 0.0933), (-3.161, 0.019)),
+    "energy": ((1.804, 0.0481), (-2.042, 0.019)),
+    "kin8nm": ((0.098, 0.0007), (0.896, 0.006)),
+    "naval": ((0.006, 0.0), (3.731, 0.006)),
+    "power_plant": ((4.124, 0.0345), (-2.837, 0.009)),
+    "protein": ((4.732, 0.013), (-2.973, 0.003)),
+    "wine_red": ((0.635, 0.0079), (-0.968, 0.014)),
+    "yacht": ((1.015, 0.0542), (-1.634, 0.016)),
+}
+
+
+def adf_uci_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """Long table: dataset, method, n_runs, and mean/se of each metric."""
+    runs = usable(runs_frame(ds))
+    rows = []
+    for (dataset, method), group in runs.groupby(["dataset", "method"], sort=True):
+        row = {"dataset": dataset, "method": method, "n_runs": len(group)}
+        for metric in METRICS:
+            values = group[metric] if metric in group else pd.Series(dtype=float)
+            row[f"{metric}_mean"], row[f"{metric}_se"], _ = mean_se(values)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(mean: float, se: float) -> str:
+    return "–" if mean != mean else (f"{mean:.4g} ± {se:.2g}" if se == se else f"{mean:.4g}")
+
+
+def adf_uci_table(ds: xr.Dataset) -> Figure:
+    frame = adf_uci_frame(ds)
+    if frame.empty:
+        return note_figure("no runs to tabulate", "PBP vs EBP")
+    methods = sorted(frame["method"].unique(), key=lambda m: (not m.startswith("pbp"), m))
+    header = ["dataset"] + [
+        f"{m}\n{metric.removeprefix('test_')}" for metric in METRICS for m in methods
+    ]
+    header += ["PBP (HL&A 2015)\nrmse", "PBP (HL&A 2015)\nloglik"]
+    body, bold = [], []
+    for dataset, group in frame.groupby("dataset", sort=True):
+        by_method = group.set_index("method")
+        row, row_bold = [dataset], []
+        for metric in METRICS:
+            means = {m: by_method[f"{metric}_mean"].get(m, float("nan")) for m in methods}
+            finite = {m: v for m, v in means.items() if v == v}
+            best = (
+                (max if HIGHER_IS_BETTER[metric] else min)(finite, key=finite.get)
+                if finite
+                else None
+            )
+            for m in methods:
+                row.append(_cell(means[m], by_method[f"{metric}_se"].get(m, float("nan"))))
+                row_bold.append(m == best)
+        published = PBP_PUBLISHED.get(dataset)
+        row += [_cell(*published[0]), _cell(*published[1])] if published else ["", ""]
+        body.append(row)
+        bold.append([False, *row_bold, False, False])
+    with style():
+        fig = new_figure(2.0 + 1.7 * (len(header) - 1), 1.2 + 0.38 * (len(body) + 2))
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        table = ax.table(cellText=body, colLabels=header, loc="center", cellLoc="center")
+        table.auto_set_font_size(False)
+        table.set_fontsize(8)
+        table.scale(1.0, 2.0)
+        for (r, c), cell in table.get_celld().items():
+            if r == 0:
+                cell.set_text_props(weight="bold")
+            elif bold[r - 1][c]:
+                cell.set_text_props(weight="bold", color="#1a5e1a")
+        ax.set_title(
+            "Test RMSE and log-likelihood (original units), mean ± s.e. over splits; better mean in bold",
+            fontsize=9,
+        )
+    return fig
