@@ -21,6 +21,7 @@ TINY = {
                  "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},
     "pbp": {"epochs": 2, "activation": "relu"},
     "ebp": {"epochs": 2, "activation": "relu"},
+    "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
 }  # fmt: skip
 
 

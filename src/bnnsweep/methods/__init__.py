@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import adf, chaining, hmc, laplace, map_early_stopping
+from . import adf, chaining, hmc, laplace, map_early_stopping, vi_gauss
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -111,6 +111,17 @@ register(
         "expectation backpropagation: ADF over weight means, variances fixed at 1 (paper 004)",
         fit_many=adf.fit_many,
         tasks=adf.accepted_tasks,
+    )
+)
+
+register(
+    Method(
+        "vi_gauss",
+        vi_gauss.VIGaussSettings,
+        vi_gauss.fit,
+        ("hidden",),
+        "variational Gaussian q(w) (diag, full or factor-analysis covariance) with Gamma "
+        "hyper-posteriors; lower bound on ln p(D) (papers 000, 002)",
     )
 )
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
+from ..models.priors import check_prior_supported
 from . import hmc_sampler
 from .base import FitResult, check_choice, check_positive, check_sampler_fractions
 from .mcmc_diagnostics import effective_sample_size, split_rhat
@@ -41,6 +42,7 @@ class HMCSettings(ModelSettings):
 
     def validate(self) -> None:
         super().validate()
+        check_prior_supported("hmc", self.prior)
         for key in ("chains", "samples", "leapfrog", "burn_leapfrog", "step_size", "thin",
                     "init_iter", "alpha_init", "beta_init", "predictive_samples"):  # fmt: skip
             check_positive(key, getattr(self, key))

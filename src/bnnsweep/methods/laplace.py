@@ -17,6 +17,7 @@ from scipy.special import logsumexp
 
 from ..datasets.base import Split
 from ..models.objective import PenalisedError
+from ..models.priors import check_prior_supported
 from .base import FitResult, check_choice, check_positive
 from .evidence import (
     HessianFactor,
@@ -50,6 +51,7 @@ class LaplaceSettings(ModelSettings):
 
     def validate(self) -> None:
         super().validate()
+        check_prior_supported("laplace", self.prior)
         for key in ("restarts", "cycles", "max_iter"):
             check_positive(key, getattr(self, key))
         for key in ("tol", "hyper_tol", "alpha_init", "beta_init", "init_scale", "mode_rtol"):

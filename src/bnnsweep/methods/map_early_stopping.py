@@ -16,6 +16,7 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..models.objective import PenalisedError
+from ..models.priors import check_prior_supported
 from .base import FitResult, check_positive
 from .model_settings import ModelSettings
 from .optimise import minimise_weights
@@ -32,6 +33,7 @@ class MapSettings(ModelSettings):
 
     def validate(self) -> None:
         super().validate()
+        check_prior_supported("map", self.prior)
         for key in ("restarts", "max_iter", "tol", "init_scale"):
             check_positive(key, getattr(self, key))
         check_positive("weight_decay", self.weight_decay, allow_zero=True)

@@ -5,7 +5,11 @@ p(w | {alpha_k}) = prod_k (alpha_k / 2 pi)^(W_k / 2) exp(-alpha_k w_k^T w_k / 2)
 Group structures (DESIGN.md):
 - ``single``:  one alpha for every weight (paper 000 sec. 4);
 - ``grouped``: input->hidden, hidden biases, hidden->output, output biases (paper 001 sec. 3);
-- ``ard``:     as ``grouped`` with the input->hidden weights split per input (MacKay's ARD).
+- ``ard``:     as ``grouped`` with the input->hidden weights split per input (MacKay's ARD);
+- ``nrd``:     node relevance determination (thesis eq. 6.32): one hyperparameter per node
+  (inputs, the input bias node, hidden units, the hidden bias node, outputs), the precision
+  of a weight being the product of its two nodes' hyperparameters. Every node takes the
+  ``weights`` role's hyperprior. Only the variational methods fit it.
 
 Gamma hyperpriors are parameterised by (shape, rate); the papers' (mean omega, s) form of
 paper 001 eq. 8 converts as shape = s / 2, rate = s / (2 omega) (papers/README.md).
@@ -20,7 +24,17 @@ from scipy.special import gammaln
 
 from .network import Network
 
-PRIOR_KINDS = ("single", "grouped", "ard")
+PRIOR_KINDS = ("single", "grouped", "ard", "nrd")
+VARIATIONAL_ONLY_PRIORS = ("nrd",)
+
+
+def check_prior_supported(method: str, prior: str) -> None:
+    """Refuse a prior that only the variational methods (vi_gauss, vi_mixture) implement."""
+    if prior in VARIATIONAL_ONLY_PRIORS:
+        raise ValueError(
+            f"method {method!r} does not support prior {prior!r}: node relevance determination "
+            "is implemented for the variational methods vi_gauss and vi_mixture only"
+        )
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,7 @@ class WeightPrior:
     group_names: tuple[str, ...]
     group_index: np.ndarray  # (W,) int, group of each weight
     hyperpriors: tuple[GammaPrior, ...]
+    partner_index: np.ndarray | None = None  # (W,) second group of each weight (nrd)
 
     @property
     def n_groups(self) -> int:
@@ -96,8 +111,12 @@ class WeightPrior:
         return (np.atleast_2d(w) ** 2) @ self.indicator()
 
     def per_weight(self, alpha: np.ndarray) -> np.ndarray:
-        """Expand group precisions (B, K) or (K,) to per-weight precisions (B, W) or (W,)."""
-        return np.asarray(alpha)[..., self.group_index]
+        """Expand group precisions (B, K) or (K,) to per-weight precisions (B, W) or (W,);
+        under ``nrd`` the product of the two nodes' precisions (thesis eq. 6.32)."""
+        alpha = np.asarray(alpha)
+        if self.partner_index is None:
+            return alpha[..., self.group_index]
+        return alpha[..., self.group_index] * alpha[..., self.partner_index]
 
     def log_hyperprior(self, alpha: np.ndarray) -> np.ndarray:
         """sum_k ln Gamma(alpha_k | shape_k, rate_k), over the last axis."""
@@ -141,6 +160,8 @@ def make_prior(network: Network, kind: str, hyperpriors: dict[str, dict]) -> Wei
         return GammaPrior.from_spec(hyperpriors[role], H)
 
     index = np.zeros(network.n_weights, dtype=int)
+    if kind == "nrd":
+        return _nrd_prior(network, hyper("weights"))
     if kind == "single":
         return WeightPrior(kind, ("weights",), index, (hyper("weights"),))
     names, priors = [], []
@@ -157,3 +178,33 @@ def make_prior(network: Network, kind: str, hyperpriors: dict[str, dict]) -> Wei
         names.append(name)
         priors.append(hyper(role))
     return WeightPrior(kind, tuple(names), index, tuple(priors))
+
+
+def _nrd_prior(network: Network, hyperprior: GammaPrior) -> WeightPrior:
+    """Node relevance determination (thesis eq. 6.32): nodes are the inputs, the input bias
+    node, the hidden units, the hidden bias node and the outputs (without hidden layer: the
+    inputs, the input bias node and the outputs); each weight joins its two nodes."""
+    I, H, P = network.n_inputs, network.n_hidden, network.n_outputs
+    s = network.slices
+    names = [f"input_{i}" for i in range(I)] + ["input_bias"]
+    inputs = np.arange(I + 1)
+    if H > 0:
+        hidden = np.arange(H + 1) + len(names)
+        names += [f"hidden_{j}" for j in range(H)] + ["hidden_bias"]
+    outputs = np.arange(P) + len(names)
+    names += [f"output_{p}" for p in range(P)]
+    first = np.zeros(network.n_weights, dtype=int)
+    second = np.zeros(network.n_weights, dtype=int)
+    if H == 0:
+        first[s["Wd"]] = np.tile(inputs[:I], P)
+        second[s["Wd"]] = np.repeat(outputs, I)
+        first[s["b2"]], second[s["b2"]] = inputs[I], outputs
+    else:
+        first[s["W1"]] = np.tile(inputs[:I], H)  # W1 is H x I row-major
+        second[s["W1"]] = np.repeat(hidden[:H], I)
+        first[s["b1"]], second[s["b1"]] = inputs[I], hidden[:H]
+        first[s["W2"]] = np.tile(hidden[:H], P)  # W2 is P x H row-major
+        second[s["W2"]] = np.repeat(outputs, H)
+        first[s["b2"]], second[s["b2"]] = hidden[H], outputs
+    priors = (hyperprior,) * len(names)
+    return WeightPrior("nrd", tuple(names), first, priors, partner_index=second)
