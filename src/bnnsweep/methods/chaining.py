@@ -43,9 +43,9 @@ class ChainingSettings(ModelSettings):
     step_size: float = 0.01
     target_accept: float = 0.8
     persistence: float = 0.0
-    ais_particles: int = 64
-    ais_leapfrog: int = 50
-    ais_substeps: int = 20
+    ais_particles: int = 32
+    ais_leapfrog: int = 10
+    ais_substeps: int = 100
     estimator: str = "ratio"
     predictive_samples: int = 200
 
