@@ -13,7 +13,15 @@ seeded recipe. Vendored files are verified against ``data/MANIFEST.json`` on fir
 
 from __future__ import annotations
 
-from . import generated, robot_arm, tecator, timeseries, uci  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)
+    classes,
+    downloadable,
+    generated,
+    robot_arm,
+    tecator,
+    timeseries,
+    uci,
+)
 from .base import Dataset, DatasetError, Split
 from .registry import entry, names
 from .store import load_netcdf, save_netcdf

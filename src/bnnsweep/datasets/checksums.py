@@ -17,7 +17,12 @@ def sha256_bytes(data: bytes) -> str:
 
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 digest of the file at ``path``, read in chunks."""
-    digest = hashlib.sha256()
+    return file_digest(path, "sha256")
+
+
+def file_digest(path: str | Path, algorithm: str) -> str:
+    """Hex digest of the file at ``path`` with ``hashlib`` algorithm ``algorithm``."""
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)

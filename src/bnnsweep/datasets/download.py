@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from .base import DatasetError
-from .checksums import sha256_file
+from .checksums import file_digest
 
 DATA_DIR_ENV = "BNNSWEEP_DATA_DIR"
 
@@ -35,23 +35,26 @@ def cache_path(dest: str | Path) -> Path:
     return dest if dest.is_absolute() else cache_dir() / dest
 
 
-def fetch(url: str, sha256: str, dest: str | Path, *, timeout: float = 60.0) -> Path:
+def fetch(
+    url: str, sha256: str, dest: str | Path, *, timeout: float = 60.0, algorithm: str = "sha256"
+) -> Path:
     """Return the local path of ``url``'s content, downloading it if needed.
 
     ``dest`` is a file name relative to the cache folder (or an absolute path). When the file
     is already there with SHA-256 ``sha256`` nothing is downloaded. Otherwise ``url`` is
     fetched with :mod:`urllib` into a temporary file next to the destination, checked, and
-    moved into place. Raises :class:`DatasetError` when the download fails (with the path
+    moved into place. ``algorithm`` names another ``hashlib`` digest for sources that publish
+    only that (the MNIST files' MD5 sums); ``sha256`` then holds that digest. Raises :class:`DatasetError` when the download fails (with the path
     and URL needed to supply the file by hand) or the checksum does not match.
     """
     target = cache_path(dest)
     expected = sha256.lower()
     stale = target.exists()
-    if stale and sha256_file(target) == expected:
+    if stale and file_digest(target, algorithm) == expected:
         return target
     manual = (
         f"Download {url} by other means and save it as {target} "
-        f"(expected sha256 {expected}), or set {DATA_DIR_ENV} to a folder holding "
+        f"(expected {algorithm} {expected}), or set {DATA_DIR_ENV} to a folder holding "
         f"{target.name}."
     )
     try:
@@ -67,10 +70,10 @@ def fetch(url: str, sha256: str, dest: str | Path, *, timeout: float = 60.0) -> 
         except (urllib.error.URLError, OSError, ValueError) as exc:
             note = " (the file already there has a different checksum)" if stale else ""
             raise DatasetError(f"could not download {url} ({exc}){note}. {manual}") from exc
-        actual = sha256_file(tmp)
+        actual = file_digest(tmp, algorithm)
         if actual != expected:
             raise DatasetError(
-                f"checksum mismatch for download of {url}: expected sha256 {expected}, got "
+                f"checksum mismatch for download of {url}: expected {algorithm} {expected}, got "
                 f"{actual}; nothing was saved to {target}. The source may have changed. {manual}"
             )
         os.replace(tmp, target)
