@@ -54,7 +54,7 @@ class VIGaussSettings(ModelSettings):
     g2: str = "exact"
     hyper: str = "gamma"
     restarts: int = 5
-    outer_iter: int = 50
+    outer_iter: int = 200
     max_iter: int = 500
     tol: float = 1e-7
     alpha_init: float = 0.3

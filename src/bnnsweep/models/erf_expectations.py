@@ -142,13 +142,15 @@ def pair_expectations(activation: str, mu_a, mu_b, S_aa, S_ab, S_bb, order: int 
         slope = -S_ab / root
         z = mu_x / np.sqrt(Vx)
         n_x = _phi(z) / np.sqrt(Vx)
+        n_der = [(-1.0) ** s * Vx ** (-0.5 * s) * _hermite(s, z) * n_x for s in range(order)]
+        phi_eta = _phi(eta)
+        psi = [2.0 * ndtr(eta) - 1.0] + [
+            2.0 * slope**r * (-1.0) ** (r - 1) * _hermite(r - 1, eta) * phi_eta
+            for r in range(1, order)
+        ]
         for k in range(1, order + 1):
             q = k - 1
-            total = 0.0
-            for r in range(q + 1):
-                n_der = (-1.0) ** (q - r) * Vx ** (-0.5 * (q - r)) * _hermite(q - r, z) * n_x
-                psi = 2.0 * ndtr(eta) - 1.0 if r == 0 else 2.0 * slope**r * _cdf_derivative(r, eta)
-                total = total + comb(q, r) * n_der * psi
+            total = sum(comb(q, r) * n_der[q - r] * psi[r] for r in range(q + 1))
             D[(k, 0) if first == 0 else (0, k)] = 2.0 * total
     # D_kl (k, l >= 1) = 4 d^(k-1)_a d^(l-1)_b N(mu; 0, Q), Q = I + S, P = Q^-1
     Paa, Pbb, Pab = Vb / det, Va / det, -S_ab / det
@@ -300,11 +302,13 @@ def _full_moments(network, mean, cov, xt, cotangents):
     order = 4 if cotangents is not None else 2
     mu = xt @ mean[idx_u].T  # (N, H)
     Suu = cov[idx_u[:, :, None, None], idx_u[None, None, :, :]]  # (H, I+1, H, I+1)
-    S = np.einsum("nk,ikjl,nl->nij", xt, Suu, xt)  # Cov(a_i, a_j) at x_n
+    K = xt.shape[1]
+    left = (xt @ Suu.transpose(1, 0, 2, 3).reshape(K, -1)).reshape(-1, H, H, K)
+    S = np.matmul(left, xt[:, None, :, None])[..., 0]  # Cov(a_i, a_j) at x_n, (N, H, H)
     Svu = cov[idx_v[:, :, None, None], idx_u[None, None, :, :]]  # (P, H, H, I+1)
-    c = np.einsum("pikl,nl->npik", Svu, xt)  # Cov(v_pi, a_nk)
+    c = (xt @ Svu.reshape(-1, K).T).reshape(-1, *Svu.shape[:3])  # Cov(v_pi, a_nk)
     Sbu = cov[idx_b[:, None, None], idx_u[None, :, :]]  # (P, H, I+1)
-    cb = np.einsum("pkl,nl->npk", Sbu, xt)  # Cov(b_p, a_nk)
+    cb = (xt @ Sbu.reshape(-1, K).T).reshape(-1, *Sbu.shape[:2])  # Cov(b_p, a_nk)
     Cvv = cov[idx_v[:, :, None], idx_v[:, None, :]]  # (P, H, H)
     Cvb = cov[idx_v, idx_b[:, None]]  # (P, H)
     Cbb = cov[idx_b, idx_b]
@@ -397,11 +401,16 @@ def _full_moments(network, mean, cov, xt, cotangents):
     g_mean[idx_u] = d_mu.T @ xt
     g_mean[idx_v] = d_mv
     g_mean[idx_b] = d_mb
-    g_cov[idx_u[:, :, None, None], idx_u[None, None, :, :]] += np.einsum(
-        "nij,nk,nl->ikjl", d_S, xt, xt
+    outer = (xt[:, :, None] * xt[:, None, :]).reshape(-1, K * K)
+    g_uu = (d_S.reshape(-1, H * H).T @ outer).reshape(H, H, K, K).transpose(0, 2, 1, 3)
+    g_cov[idx_u[:, :, None, None], idx_u[None, None, :, :]] += g_uu
+    n_pts = xt.shape[0]
+    g_cov[idx_v[:, :, None, None], idx_u[None, None, :, :]] += (
+        d_c.reshape(n_pts, -1).T @ xt
+    ).reshape(*d_c.shape[1:], K)
+    g_cov[idx_b[:, None, None], idx_u[None, :, :]] += (d_cb.reshape(n_pts, -1).T @ xt).reshape(
+        *d_cb.shape[1:], K
     )
-    g_cov[idx_v[:, :, None, None], idx_u[None, None, :, :]] += np.einsum("npik,nl->pikl", d_c, xt)
-    g_cov[idx_b[:, None, None], idx_u[None, :, :]] += np.einsum("npk,nl->pkl", d_cb, xt)
     g_cov[idx_v[:, :, None], idx_v[:, None, :]] += d_Cvv
     g_cov[idx_v, idx_b[:, None]] += d_Cvb
     g_cov[idx_b, idx_b] += d_second.sum(axis=0)
