@@ -118,3 +118,15 @@ def test_softmax_log_bound_and_mc_both_learn():
         r = fit(split, s, np.random.default_rng(1), log=lambda *_: None)
         errors = r.traces["epoch_test_error"][1]
         assert errors[-1] < 0.35, (approx, errors)
+
+
+def test_relu_map_point_estimate_separates_the_toy_classes():
+    from bnnsweep import datasets
+
+    split = datasets.load("toy_two_class").split("default")
+    m = get_method("relu_map")
+    result = m.fit(split, m.settings({"hidden": 10}), np.random.default_rng(0), log=print)
+    assert np.mean(np.exp(result.train_logpred)) > 0.95
+    corner = np.argmin(np.sum((split.x_test - [6.0, -6.0]) ** 2, axis=1))
+    assert result.class_probs.shape == (split.x_test.shape[0], 2)
+    assert np.isfinite(result.class_probs[corner]).all()

@@ -125,4 +125,15 @@ register(
     )
 )
 
+register(
+    Method(
+        "relu_map",
+        adf.point_estimate.PointSettings,
+        adf.point_estimate.fit,
+        ("hidden",),
+        "point estimate (MAP by L-BFGS) of the ADF methods' ReLU classifier: paper 004 Fig. 2's backpropagation baseline",
+        tasks=adf.point_estimate.accepted_tasks,
+    )
+)
+
 __all__ = ["REGISTRY", "FitResult", "Method", "SettingsError", "get_method", "register"]

@@ -5,6 +5,7 @@ reverse pass), ``likelihoods`` (ln Z and gradients, eq. 12-25), ``updates`` (eq.
 EP prior refinement), ``settings``, ``fit`` (the batched filter, ``fit`` and ``fit_many``).
 """
 
+from . import point_estimate
 from .fit import fit, fit_many
 from .likelihoods import TASKS
 from .settings import ADFSettings, EBPSettings, PBPSettings
@@ -15,4 +16,12 @@ def accepted_tasks(settings: ADFSettings) -> tuple[str, ...]:
     return TASKS[settings.likelihood]
 
 
-__all__ = ["ADFSettings", "EBPSettings", "PBPSettings", "accepted_tasks", "fit", "fit_many"]
+__all__ = [
+    "ADFSettings",
+    "EBPSettings",
+    "PBPSettings",
+    "accepted_tasks",
+    "fit",
+    "fit_many",
+    "point_estimate",
+]
