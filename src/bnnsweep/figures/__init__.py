@@ -23,6 +23,11 @@
 ``adf_uci_table``
     PBP beside EBP: test RMSE and log-likelihood per dataset, mean +- s.e. over splits,
     with HL&A 2015's published PBP values (paper 004 Fig. 2)
+``adf_toy_classification``
+    predictive class-1 probability maps of the two-class toy per method, with the pointwise
+    KL from an ``hmc`` reference when present (paper 004 Fig. 2 top)
+``adf_epoch_error``
+    test error against epoch for the ADF methods, mean +- s.e. over splits
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -39,6 +44,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._common import method_palette, save_figure
+from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
@@ -55,10 +61,14 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "chaining_diagnostics": (chaining_diagnostics, ".png"),
     "schedule_comparison": (schedule_comparison, ".png"),
     "adf_uci_table": (adf_uci_table, ".png"),
+    "adf_toy_classification": (adf_toy_classification, ".png"),
+    "adf_epoch_error": (adf_epoch_error, ".png"),
 }
 
 __all__ = [
     "FIGURES",
+    "adf_epoch_error",
+    "adf_toy_classification",
     "adf_uci_table",
     "chaining_diagnostics",
     "draw",
