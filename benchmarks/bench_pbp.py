@@ -50,7 +50,8 @@ def main():
     )
     loop_s, looped = timed(
         lambda: [
-            fit(sp, settings, np.random.default_rng(s), log=quiet) for sp, s in zip(splits, seeds)
+            fit(sp, settings, np.random.default_rng(s), log=quiet)
+            for sp, s in zip(splits, seeds, strict=True)
         ]
     )
     same = all(
