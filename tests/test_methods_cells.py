@@ -22,6 +22,7 @@ TINY = {
     "pbp": {"epochs": 2, "activation": "relu"},
     "ebp": {"epochs": 2, "activation": "relu"},
     "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
+    "vi_mixture": {"components": 2, "outer_iter": 3, "max_iter": 20},
     "relu_map": {"activation": "relu", "likelihood": "probit", "max_iter": 50},
 }  # fmt: skip
 DATASET = {"relu_map": "toy_two_class"}  # classifiers need class labels

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import adf, chaining, hmc, laplace, map_early_stopping, vi_gauss
+from . import adf, chaining, hmc, laplace, map_early_stopping, vi_gauss, vi_mixture
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -122,6 +122,16 @@ register(
         ("hidden",),
         "variational Gaussian q(w) (diag, full or factor-analysis covariance) with Gamma "
         "hyper-posteriors; lower bound on ln p(D) (papers 000, 002)",
+    )
+)
+register(
+    Method(
+        "vi_mixture",
+        vi_mixture.VIMixtureSettings,
+        vi_mixture.fit,
+        ("hidden", "components"),
+        "variational mixture of diagonal Gaussians with the mutual-information bound and Gamma "
+        "hyper-posteriors; lower bound on ln p(D) (paper 000 sec. 3.3, thesis sec. 5.4.3)",
     )
 )
 

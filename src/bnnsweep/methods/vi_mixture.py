@@ -1,0 +1,305 @@
+"""``vi_mixture``: a mixture of M diagonal Gaussians for q(w) with Gamma hyper-posteriors
+(paper 000 sec. 3.3 and appendices A-C; thesis sec. 5.4.3).
+
+q(w) = sum_m Q(m) q(w | m). The entropy of the mixture is
+H[q] = sum_m Q(m) H[q(w|m)] + I(m; w) (paper 000 eq. 23), and the mutual information is bounded
+below with unnormalised Gaussian smoothing functions r(w | m) = exp(-1/2 (w - rbar_m)^T
+Sigma_r,m^-1 (w - rbar_m)) (diagonal) and parameters lambda_m (eq. 25-26, A.3-A.10):
+
+  I >= sum_m Q(m) <ln r_m>_m - sum_m Q(m) ln Q(m) - sum_{m,m'} Q(m) lambda_m' <r_m'>_m
+       + sum_m Q(m) ln lambda_m + 1,
+
+with <ln r_m>_m = -1/2 [tr(Sigma_q,m Sigma_r,m^-1) + Delta(m)] (A.8) and
+<r_m'>_m = |I + Sigma_q,m Sigma_r,m'^-1|^-1/2 exp(-Delta(m, m') / 2) (A.5-A.7). The optimal
+lambda_m = Q(m) / sum_m' Q(m') <r_m>_m' is substituted in closed form, which leaves
+
+  I* = sum_m Q(m) [<ln r_m>_m - ln sum_m' Q(m') <r_m>_m'],
+
+evaluated in the log domain. It never exceeds -sum Q ln Q <= ln M (A.13).
+
+The thesis schedule (sec. 5.4.3), the default: fit a one-component model (``vi_gauss`` diag),
+copy it to M components with 1% multiplicative noise on the means, then repeat: optimise the
+smoothing distributions, optimise the components, update Q(m) by its fixed point (setting
+``mixing: update``; ``fixed`` keeps 1/M as paper 000 sec. 4 did), update q(alpha), q(beta).
+Every step cannot lower the bound, which is recorded per outer iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import logsumexp, softmax
+
+from ..datasets.base import Split
+from ..models.vi_family import GaussianFamily
+from .base import FitResult, check_choice, check_positive
+from .hyperposterior import HyperPosterior
+from .laplace import mixture_moments
+from .model_settings import ModelSettings
+from .vi_gauss import (
+    GaussianBound,
+    check_variational_model,
+    fit_gaussian,
+    initial_hyper,
+    predictive,
+)
+
+
+@dataclass(frozen=True)
+class VIMixtureSettings(ModelSettings):
+    """Settings of the mixture variational method (defaults: thesis sec. 5.4.3, 5.5.2)."""
+
+    activation: str = "erf"
+    components: int = 3
+    mixing: str = "fixed"
+    g2: str = "exact"
+    hyper: str = "gamma"
+    restarts: int = 1
+    outer_iter: int = 100
+    max_iter: int = 500
+    tol: float = 1e-7
+    alpha_init: float = 0.3
+    beta_init: float = 200.0
+    init_scale: float = 1.0
+    init_sd: float = 0.01
+    init_noise: float = 0.01
+    smoothing_scale: float = 10.0
+
+    def validate(self) -> None:
+        super().validate()
+        check_variational_model("vi_mixture", self.activation, self.g2, "diag")
+        check_choice("mixing", self.mixing, ("fixed", "update"))
+        check_choice("hyper", self.hyper, ("gamma", "fixed"))
+        for key in ("components", "restarts", "outer_iter", "max_iter"):
+            check_positive(key, getattr(self, key))
+        for key in ("tol", "alpha_init", "beta_init", "init_scale", "init_sd", "smoothing_scale"):
+            check_positive(key, getattr(self, key))
+        check_positive("init_noise", self.init_noise, allow_zero=True)
+
+
+def mutual_information_bound(log_Q, comp, smooth):
+    """I* (module docstring) and its gradients with respect to the component parameters
+    ``comp`` (M, 2W) = [means, ln sd] and the smoothing parameters ``smooth`` (M, 2W) =
+    [rbar, ln sd_r] (paper 000 eq. 26 with lambda at its optimum; derivatives as appendix C)."""
+    M, two_w = comp.shape
+    W = two_w // 2
+    Q = np.exp(log_Q)
+    wbar, s2 = comp[:, :W], np.exp(2.0 * comp[:, W:])
+    rbar, r2 = smooth[:, :W], np.exp(2.0 * smooth[:, W:])
+    own = wbar - rbar
+    t1 = -0.5 * np.sum((s2 + own * own) / r2, axis=1)  # <ln r_m>_m, (M,)
+    d = wbar[:, None, :] - rbar[None, :, :]  # (a, b, W): component a against smoothing b
+    tot = s2[:, None, :] + r2[None, :, :]
+    log_R = -0.5 * np.sum(np.log(tot) - np.log(r2)[None] + d * d / tot, axis=2)  # ln <r_b>_a
+    scores = log_Q[:, None] + log_R
+    value = float(np.sum(Q * (t1 - logsumexp(scores, axis=0))))
+    G = -Q[None, :] * softmax(scores, axis=0)  # dI*/d ln R[a, b]
+    g_wbar = -Q[:, None] * own / r2 - np.sum(G[..., None] * d / tot, axis=1)
+    g_s2 = -0.5 * Q[:, None] / r2 - 0.5 * np.sum(
+        G[..., None] * (1.0 / tot - d * d / tot**2), axis=1
+    )
+    g_rbar = Q[:, None] * own / r2 + np.sum(G[..., None] * d / tot, axis=0)
+    g_r2 = 0.5 * Q[:, None] * (s2 + own * own) / r2**2 - 0.5 * np.sum(
+        G[..., None] * (1.0 / tot - 1.0 / r2[None] - d * d / tot**2), axis=0
+    )
+    g_comp = np.concatenate([g_wbar, 2.0 * s2 * g_s2], axis=1)
+    g_smooth = np.concatenate([g_rbar, 2.0 * r2 * g_r2], axis=1)
+    extras = {"t1": t1, "log_R": log_R, "log_lambda": log_Q - logsumexp(scores, axis=0)}
+    return value, g_comp, g_smooth, extras
+
+
+@dataclass
+class MixtureBound:
+    """L = sum_m Q(m) L_m + I*, with L_m the single diagonal-Gaussian bound of component m
+    (its KL terms counted once because sum Q = 1) (paper 000 eq. 29)."""
+
+    gaussian: GaussianBound
+
+    def components(self, comp, hyper):
+        values, grads = zip(*(self.gaussian.value_and_grad(c, hyper) for c in comp), strict=True)
+        return np.array(values), np.stack(grads)
+
+    def value(self, log_Q, comp, smooth, hyper) -> float:
+        values, _ = self.components(comp, hyper)
+        return float(np.exp(log_Q) @ values + mutual_information_bound(log_Q, comp, smooth)[0])
+
+    def _maximise(self, fun, x0, shape, max_iter, tol):
+        count = [0]
+
+        def neg(flat):
+            count[0] += 1
+            value, grad = fun(flat.reshape(shape))
+            if not np.isfinite(value):
+                return np.inf, np.zeros_like(flat)
+            return -value, -grad.ravel()
+
+        start = -neg(x0.ravel())[0]
+        res = minimize(neg, x0.ravel(), jac=True, method="L-BFGS-B",
+                       options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9, "maxcor": 30})  # fmt: skip
+        if not np.isfinite(res.fun) or -res.fun < start:
+            return x0, count[0]
+        return res.x.reshape(shape), count[0]
+
+    def smoothing_step(self, log_Q, comp, smooth, max_iter, tol):
+        """Optimise r(w | m) with lambda at its optimum: only I* depends on them."""
+
+        def fun(sm):
+            value, _, g_smooth, _ = mutual_information_bound(log_Q, comp, sm)
+            return value, g_smooth
+
+        return self._maximise(fun, smooth, smooth.shape, max_iter, tol)
+
+    def component_step(self, log_Q, comp, smooth, hyper, max_iter, tol):
+        Q = np.exp(log_Q)
+
+        def fun(cm):
+            values, grads = self.components(cm, hyper)
+            mi, g_comp, _, _ = mutual_information_bound(log_Q, cm, smooth)
+            return Q @ values + mi, Q[:, None] * grads + g_comp
+
+        return self._maximise(fun, comp, comp.shape, max_iter, tol)
+
+    def mixing_step(self, log_Q, comp, smooth, hyper):
+        """Q(m) proportional to exp(A_m), A_m = L_m + <ln r_m>_m + ln lambda_m -
+        sum_m' lambda_m' <r_m'>_m: the exact maximiser over Q at the current lambda."""
+        values, _ = self.components(comp, hyper)
+        _, _, _, ex = mutual_information_bound(log_Q, comp, smooth)
+        overlap = np.exp(logsumexp(ex["log_lambda"][None, :] + ex["log_R"], axis=1))
+        A = values + ex["t1"] + ex["log_lambda"] - overlap
+        return A - logsumexp(A)
+
+
+@dataclass
+class MixtureFit:
+    log_Q: np.ndarray
+    comp: np.ndarray
+    smooth: np.ndarray
+    hyper: HyperPosterior
+    bound: float
+    trace: np.ndarray
+    mi_trace: np.ndarray
+    single_bound: float
+    converged: bool
+    n_evals: int
+
+
+def mixture_statistics(gaussian: GaussianBound, log_Q, comp):
+    """sum_m Q(m) <E_D>_m and sum_m Q(m) <w_k^2>_m for the hyper-posterior updates."""
+    Q = np.exp(log_Q)
+    stats = [gaussian.statistics(c) for c in comp]
+    e_d = float(Q @ np.array([s[0] for s in stats]))
+    second = Q @ np.stack([s[3] for s in stats])
+    return e_d, second
+
+
+def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w0, rng,
+                log=print) -> MixtureFit:  # fmt: skip
+    """The thesis schedule from one initial weight vector."""
+    gaussian = bound.gaussian
+    family = gaussian.family
+    objective = gaussian.objective
+    M = settings.components
+    hyper = initial_hyper(settings, objective, noise_prior)
+    single = fit_gaussian(gaussian, family.pack(w0, settings.init_sd), hyper, settings.outer_iter,
+                          settings.max_iter, settings.tol, log)  # fmt: skip
+    W = family.n_weights
+    mean, log_sd = single.theta[:W], single.theta[W:]
+    noise = 1.0 + settings.init_noise * rng.standard_normal((M, W))
+    comp = np.concatenate([mean * noise, np.broadcast_to(log_sd, (M, W))], axis=1)
+    smooth = np.concatenate(
+        [comp[:, :W], np.broadcast_to(log_sd + 0.5 * np.log(settings.smoothing_scale), (M, W))],
+        axis=1,
+    )
+    log_Q = np.full(M, -np.log(M))
+    n_evals, trace, mi_trace, converged = single.n_evals, [], [], False
+    if M == 1:  # the mutual information of one component is zero: the bound is vi_gauss diag
+        return MixtureFit(log_Q, comp, smooth, hyper, single.bound, single.trace,
+                          np.zeros_like(single.trace), single.bound, single.converged, n_evals)  # fmt: skip
+    for it in range(settings.outer_iter):
+        smooth, evals = bound.smoothing_step(log_Q, comp, smooth, settings.max_iter, settings.tol)
+        n_evals += evals
+        comp, evals = bound.component_step(
+            log_Q, comp, smooth, hyper, settings.max_iter, settings.tol
+        )
+        n_evals += evals
+        if settings.mixing == "update":
+            before = bound.value(log_Q, comp, smooth, hyper)
+            new_log_Q = bound.mixing_step(log_Q, comp, smooth, hyper)
+            if bound.value(new_log_Q, comp, smooth, hyper) >= before:
+                log_Q = new_log_Q
+        e_d, second = mixture_statistics(gaussian, log_Q, comp)
+        hyper.update_alpha(second)
+        hyper.update_beta(e_d)
+        value = bound.value(log_Q, comp, smooth, hyper)
+        trace.append(value)
+        mi_trace.append(mutual_information_bound(log_Q, comp, smooth)[0])
+        log(f"  mixture outer {it + 1}: bound={value:.6f} I*={mi_trace[-1]:.4f}")
+        if it > 0 and abs(trace[-1] - trace[-2]) < settings.tol * (1.0 + abs(value)):
+            converged = True
+            break
+    return MixtureFit(log_Q, comp, smooth, hyper, trace[-1], np.array(trace), np.array(mi_trace),
+                      single.bound, converged, n_evals)  # fmt: skip
+
+
+def fit(
+    split: Split, settings: VIMixtureSettings, rng: np.random.Generator, log=print
+) -> FitResult:
+    objective, noise_prior = settings.build(split)
+    net = objective.network
+    family = GaussianFamily("diag", net.n_weights)
+    bound = MixtureBound(GaussianBound(objective, family, settings.g2))
+    fits = []
+    for r in range(settings.restarts):
+        log(f"restart {r + 1}/{settings.restarts}")
+        w0 = net.init_weights(rng, 1, settings.init_scale)[0]
+        fits.append(fit_mixture(bound, settings, noise_prior, w0, rng, log))
+    best = fits[int(np.nanargmax([f.bound for f in fits]))]
+    Q = np.exp(best.log_Q)
+
+    def component_predictions(x):
+        preds = [predictive(objective, family, c, best.hyper, x, settings.g2) for c in best.comp]
+        return np.stack([p[0] for p in preds]), np.stack([p[1] for p in preds])
+
+    test_means, test_vars = component_predictions(split.x_test)
+    train_means, train_vars = component_predictions(split.x_train)
+    pred_mean, pred_var = mixture_moments(Q, test_means, test_vars)
+    train_mean, train_var = mixture_moments(Q, train_means, train_vars)
+    result = FitResult(
+        pred_mean=pred_mean,
+        pred_var=pred_var,
+        train_mean=train_mean,
+        train_var=train_var,
+        log_evidence=float(best.bound),
+        log_evidence_kind="lower_bound",
+        n_grad_evals=int(sum(f.n_evals for f in fits)),
+    )
+    if not best.converged:
+        result.flag(
+            "not_converged", f"the bound still changed after {settings.outer_iter} outer iterations"
+        )
+    if not np.isfinite(best.bound):
+        result.flag("diverged", "the lower bound is not finite")
+    result.members["component"] = (test_means, test_vars)
+    result.coords["group"] = np.array(objective.prior.group_names)
+    mi = float(best.mi_trace[-1])
+    result.traces.update(
+        {
+            "bound": (("iteration",), best.trace),
+            "mutual_information_bound": (("iteration",), best.mi_trace),
+            "mixing_weight": (("component",), Q),
+            "alpha_mean": (("group",), best.hyper.alpha_mean),
+        }
+    )
+    result.diagnostics.update(
+        mutual_information=mi,
+        mutual_information_limit=float(-np.sum(Q * best.log_Q)),
+        log_components=float(np.log(settings.components)),
+        single_component_bound=float(best.single_bound),
+        beta_mean=float(best.hyper.beta_mean),
+        noise_variance_mean=float(best.hyper.noise_variance_mean),
+        outer_iterations=len(best.trace),
+        n_weights=net.n_weights,
+    )
+    return result
