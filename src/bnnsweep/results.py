@@ -42,6 +42,11 @@ UNITS = {
         "target units squared",
     ),
     "y_test": ("test targets, original units", "target units"),
+    "pred_function_samples": (
+        "network outputs at the test points for draws of the weights from the posterior "
+        "(or its approximation), original units",
+        "target units",
+    ),
     "test_error_rate": ("fraction of test points whose most probable class is wrong", "1"),
     "test_mad": ("mean absolute deviation of the predicted counts from the test counts", "counts"),
     "class_probs": ("predictive class probabilities at the test points", "1"),
@@ -166,6 +171,10 @@ def cell_dataset(
             metrics["train_loglik"] = np.nan
     for name, value in metrics.items():
         data[name] = _var(value, (), name)
+    if result.function_samples is not None:
+        samples = result.function_samples * split.y_scale + split.y_mean
+        dims = ("function_sample", "test_point", "output")
+        data["pred_function_samples"] = _var(samples, dims, "pred_function_samples")
     for dim, (mm, mv) in result.members.items():
         m_mean, m_var = to_original_units(split, mm, mv)
         data[f"{dim}_pred_mean"] = _var(m_mean, (dim, "test_point", "output"), "pred_mean")

@@ -14,6 +14,15 @@ SEVERITY = {"ok": 0, "not_converged": 1, "diverged": 2}
 EVIDENCE_KINDS = ("none", "lower_bound", "laplace", "chain", "exact")
 
 
+FUNCTION_SAMPLES = 10
+"""How many posterior function draws a method records in ``FitResult.function_samples``."""
+
+
+def evenly_spaced(n_available: int, n: int = FUNCTION_SAMPLES) -> np.ndarray:
+    """Indices of ``min(n, n_available)`` evenly spaced items of ``n_available``."""
+    return np.linspace(0, n_available - 1, min(n, n_available)).astype(int)
+
+
 class SettingsError(ValueError):
     """A method setting that does not exist, has the wrong type or an invalid value."""
 
@@ -51,6 +60,9 @@ class FitResult:
     class_probs: np.ndarray | None = None
     test_logpred: np.ndarray | None = None
     train_logpred: np.ndarray | None = None
+    # network outputs f(x_test; w_s) for a few draws w_s from the posterior (or q), (S, T, P),
+    # drawn as thin lines by the toy figures (thesis fig. 5.3)
+    function_samples: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

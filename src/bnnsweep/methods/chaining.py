@@ -19,7 +19,7 @@ import numpy as np
 from ..datasets.base import Split
 from ..models.marginal import MarginalModel
 from ..models.priors import check_prior_supported
-from .base import FitResult, check_choice, check_positive, check_sampler_fractions
+from .base import FitResult, check_choice, check_positive, check_sampler_fractions, evenly_spaced
 from .chaining_core import ChainProtocol, run_chain
 from .model_settings import ModelSettings
 from .schedules import schedule as make_schedule
@@ -131,6 +131,9 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         log_evidence_se=log_z_se,
         log_evidence_kind="chain",
         n_grad_evals=chain.n_grad_evals,
+        function_samples=model.objective.network.forward(
+            post[pick][evenly_spaced(len(pick))], split.x_test
+        ),
     )
     n_kept = settings.samples * settings.chains_per_link
     bad_links = np.flatnonzero(chain.divergent > 0.1 * n_kept)

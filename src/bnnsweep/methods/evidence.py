@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 from scipy.special import gammaln
 
 from ..models.objective import PenalisedError
@@ -47,6 +48,12 @@ class HessianFactor:
         lam, vec = np.linalg.eigh(self.A)
         lam = np.maximum(lam, 1e-8 * np.abs(lam).max())
         return (vec / lam) @ vec.T
+
+    def sample(self, mean: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n draws from N(mean, A^{-1}) (A = L L^T: mean + L^{-T} z), shape (n, W); A must be
+        positive definite."""
+        z = rng.standard_normal((len(mean), n))
+        return mean + scipy.linalg.solve_triangular(self.chol, z, lower=True, trans="T").T
 
     def quad_diag(self, G: np.ndarray) -> np.ndarray:
         """g^T A^{-1} g for each row g of G (..., W)."""

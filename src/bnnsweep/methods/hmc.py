@@ -17,7 +17,7 @@ import numpy as np
 from ..datasets.base import Split
 from ..models.priors import check_prior_supported
 from . import hmc_sampler
-from .base import FitResult, check_choice, check_positive, check_sampler_fractions
+from .base import FitResult, check_choice, check_positive, check_sampler_fractions, evenly_spaced
 from .mcmc_diagnostics import effective_sample_size, split_rhat
 from .model_settings import ModelSettings
 from .optimise import minimise_weights
@@ -96,11 +96,13 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
         return f.mean(axis=0), f.var(axis=0) + noise_var
 
     mean, var = predict(split.x_test)
+    drawn = flat[pick][evenly_spaced(len(pick))]
     train_mean, train_var = predict(split.x_train)
     e_d = objective.data_error(flat).reshape(S, C)
     result = FitResult(
         pred_mean=mean, pred_var=var, train_mean=train_mean, train_var=train_var,
         n_grad_evals=run.n_grad_evals + n_init,
+        function_samples=net.forward(drawn, split.x_test),
     )  # fmt: skip
     diverged = run.divergent.sum()
     if diverged > 0.1 * S * C:

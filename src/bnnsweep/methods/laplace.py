@@ -18,7 +18,7 @@ from scipy.special import logsumexp
 from ..datasets.base import Split
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
-from .base import FitResult, check_choice, check_positive
+from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from .evidence import (
     HessianFactor,
     distinct_modes,
@@ -170,8 +170,10 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
                 "not_converged", f"Hessian not positive definite at restart(s) {bad}; excluded"
             )
         result.log_evidence = float(logsumexp(log_ev[distinct]))
+        best = int(np.nanargmax(np.where(pd, log_ev, -np.inf)))
+        draws = modes[best].factor.sample(modes[best].w, FUNCTION_SAMPLES, rng)
+        result.function_samples = net.forward(draws, split.x_test)
         if settings.prediction == "best":
-            best = int(np.nanargmax(np.where(pd, log_ev, -np.inf)))
             result.pred_mean, result.pred_var = member_mean[best], member_var[best]
             result.train_mean, result.train_var = train[best]
         else:
