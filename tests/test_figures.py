@@ -301,6 +301,18 @@ def test_toy_regression_draws_one_input_datasets_with_training_data():
     assert all(_n_points(ax) == 30 for ax in fig.axes if ax.get_title())
 
 
+def test_toy_regression_draws_posterior_functions_when_recorded():
+    ds = make_merged()
+    n_run, n_test = ds.sizes["run"], ds.sizes["test_point"]
+    offsets = np.arange(3.0)[None, :, None, None]
+    draws = ds["pred_mean"].values[:, None, :, :] + offsets
+    ds["pred_function_samples"] = (("run", "function_sample", "test_point", "output"), draws)
+    without = [len(ax.get_lines()) for ax in toy_regression(make_merged()).axes]
+    with_draws = [len(ax.get_lines()) for ax in toy_regression(ds).axes]
+    assert n_run and n_test
+    assert all(b == a + 3 for a, b in zip(without, with_draws, strict=True) if a)
+
+
 def test_toy_regression_without_one_input_datasets_is_a_note(tmp_path):
     ds = make_merged([r for r in RUNS if r[0] == "sunspots"])
     path = draw("toy_regression", ds, tmp_path / "none.png")[0]

@@ -1,9 +1,11 @@
-"""``toy_regression``: predictive mean and +-2 s.d. band over the input (paper 000 fig. 1).
+"""``toy_regression``: predictive mean, +-1 s.d. band and posterior function draws over the
+input (thesis fig. 5.3; paper 000 fig. 1).
 
 For datasets with one input only. One row per (dataset, hidden units), one column per
 method; each panel shows, for the run with the smallest seed (first split in sorted order),
-the predictive mean, the band mean +- 2 sqrt(pred_var) (the predictive variance includes
-the noise), the test targets as a thin line (for the toy problems the noise-free function)
+the predictive mean, the band mean +- sqrt(pred_var) (the predictive variance includes
+the noise), the method's posterior function draws (``pred_function_samples``, when recorded)
+as thin lines, the test targets as a thin line (for the toy problems the noise-free function)
 and the training points, which are not in the merged file and are reloaded with
 ``bnnsweep.datasets.load(dataset).split(split)``. Only output 0 is drawn.
 """
@@ -16,6 +18,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._common import method_palette, new_figure, note, note_figure, runs_frame, style
+
+BAND_SD = 1.0
+"""Half-width of the predictive band in standard deviations (thesis fig. 5.3)."""
 
 
 def _n_inputs(ds: xr.Dataset) -> np.ndarray:
@@ -47,13 +52,19 @@ def _panel(ax, ds: xr.Dataset, run: int, color, train) -> tuple[float, ...] | No
     x, mean, sd, target = (a[keep][order] for a in (x, mean, sd, target))
     ax.fill_between(
         x,
-        mean - 2 * sd,
-        mean + 2 * sd,
+        mean - BAND_SD * sd,
+        mean + BAND_SD * sd,
         color=color,
         alpha=0.22,
         linewidth=0,
-        label="±2 s.d. (incl. noise)",
+        label=f"±{BAND_SD:g} s.d. (incl. noise)",
     )
+    if "pred_function_samples" in one:
+        draws = one["pred_function_samples"].transpose("function_sample", ...).values[..., 0]
+        draws = [d[keep][order] for d in draws if np.isfinite(d[keep]).all()]
+        for k, draw in enumerate(draws):
+            label = "posterior draws" if k == 0 else None
+            ax.plot(x, draw, color=color, linewidth=0.5, alpha=0.6, label=label)
     ax.plot(x, target, color="0.2", linewidth=0.8, label="test targets")
     ax.plot(x, mean, color=color, linewidth=1.8, label="predictive mean")
     if train is not None:
@@ -74,8 +85,8 @@ def _panel(ax, ds: xr.Dataset, run: int, color, train) -> tuple[float, ...] | No
         return None
     lo, hi = float(values.min()), float(values.max())
     with np.errstate(invalid="ignore"):
-        band_lo = float(np.nanmin(np.append(mean - 2 * sd, lo)))
-        band_hi = float(np.nanmax(np.append(mean + 2 * sd, hi)))
+        band_lo = float(np.nanmin(np.append(mean - BAND_SD * sd, lo)))
+        band_hi = float(np.nanmax(np.append(mean + BAND_SD * sd, hi)))
     return lo, hi, band_lo, band_hi
 
 
