@@ -29,6 +29,7 @@ from ..models.vi_family import COVARIANCES, GaussianFamily
 from .base import FitResult, check_choice, check_positive
 from .hyperposterior import HyperPosterior
 from .model_settings import ModelSettings
+from .nrd_structure import Candidate, remove_node
 
 
 def check_variational_model(method: str, activation: str, g2: str, covariance: str) -> None:
@@ -61,10 +62,22 @@ class VIGaussSettings(ModelSettings):
     beta_init: float = 200.0
     init_scale: float = 1.0
     init_sd: float = 0.01
+    structure: str = "fixed"
 
     def validate(self) -> None:
         super().validate()
         check_variational_model("vi_gauss", self.activation, self.g2, self.covariance)
+        check_choice("structure", self.structure, ("fixed", "nrd"))
+        if self.structure == "nrd" and (
+            self.prior != "nrd"
+            or self.covariance != "diag"
+            or self.hyper != "gamma"
+            or self.hidden < 1
+        ):
+            raise ValueError(
+                "setting 'structure: nrd' (thesis sec. 6.5.9) needs prior 'nrd', covariance "
+                "'diag', hyper 'gamma' and hidden >= 1"
+            )
         check_choice("covariance", self.covariance, COVARIANCES)
         check_choice("hyper", self.hyper, ("gamma", "fixed"))
         for key in ("factors", "restarts", "outer_iter", "max_iter"):
@@ -131,6 +144,8 @@ class GaussianFit:
     trace: np.ndarray
     converged: bool
     n_evals: int
+    problem: GaussianBound | None = None  # the (possibly reduced) problem the fit belongs to
+    inputs: np.ndarray | None = None  # input columns it uses
 
 
 def fit_gaussian(bound: GaussianBound, theta: np.ndarray, hyper: HyperPosterior, outer_iter: int,
@@ -151,6 +166,42 @@ def fit_gaussian(bound: GaussianBound, theta: np.ndarray, hyper: HyperPosterior,
             converged = True  # with fixed hyperparameters one q(w) optimisation is the fit
             break
     return GaussianFit(theta, hyper, trace[-1], np.array(trace), converged, n_evals)
+
+
+def learn_structure(bound: GaussianBound, theta, hyper: HyperPosterior, settings, x: np.ndarray,
+                    log=print) -> GaussianFit:  # fmt: skip
+    """NRD structure learning (thesis sec. 6.5.9): after each outer iteration try to remove
+    the hidden, then the input node of fewest effective parameters, keeping a removal only if
+    the bound rises (``nrd_structure.py``)."""
+    cand = Candidate(bound.objective, bound.family, theta, hyper, np.arange(x.shape[1]))
+
+    def make(c):
+        return GaussianBound(c.objective, c.family, bound.g2)
+
+    trace, n_evals, converged = [], 0, False
+    for it in range(settings.outer_iter):
+        step = fit_gaussian(make(cand), cand.theta, cand.hyper, 1, settings.max_iter,
+                            settings.tol, log)  # fmt: skip
+        cand.theta, value, n_evals = step.theta, step.bound, n_evals + step.n_evals
+        removed = False
+        for layer in ("hidden", "input"):
+            smaller = remove_node(cand, layer, x, make)
+            if smaller is not None and (new_value := smaller.bound(make(smaller))) > value:
+                cand, value, removed = smaller, new_value, True
+                net = cand.objective.network
+                log(
+                    f"  removed a {layer} node: {net.n_inputs}x{net.n_hidden}x{net.n_outputs}, bound={value:.6f}"
+                )
+        trace.append(value)
+        if (
+            not removed
+            and it > 0
+            and abs(trace[-1] - trace[-2]) < settings.tol * (1.0 + abs(value))
+        ):
+            converged = True
+            break
+    return GaussianFit(cand.theta, cand.hyper, trace[-1], np.array(trace), converged, n_evals,
+                       make(cand), cand.inputs)  # fmt: skip
 
 
 def initial_hyper(settings, objective: PenalisedError, noise_prior) -> HyperPosterior:
@@ -184,18 +235,22 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
         w0 = net.init_weights(rng, 1, settings.init_scale)[0]
         theta0 = family.pack(w0, settings.init_sd, rng, factor_scale=settings.init_sd)
         hyper = initial_hyper(settings, objective, noise_prior)
-        fits.append(
-            fit_gaussian(
-                bound, theta0, hyper, settings.outer_iter, settings.max_iter, settings.tol, log
-            )  # fmt: skip
-        )
+        if settings.structure == "nrd":
+            found = learn_structure(bound, theta0, hyper, settings, split.x_train, log)
+        else:
+            found = fit_gaussian(bound, theta0, hyper, settings.outer_iter, settings.max_iter,
+                                 settings.tol, log)  # fmt: skip
+            found.problem, found.inputs = bound, np.arange(split.n_inputs)
+        fits.append(found)
     bounds = np.array([f.bound for f in fits])
     best = fits[int(np.nanargmax(bounds))]
+    objective, family, bound = best.problem.objective, best.problem.family, best.problem
+    net = objective.network
     pred_mean, pred_var = predictive(
-        objective, family, best.theta, best.hyper, split.x_test, settings.g2
+        objective, family, best.theta, best.hyper, split.x_test[:, best.inputs], settings.g2
     )
     train_mean, train_var = predictive(
-        objective, family, best.theta, best.hyper, split.x_train, settings.g2
+        objective, family, best.theta, best.hyper, split.x_train[:, best.inputs], settings.g2
     )
     result = FitResult(
         pred_mean=pred_mean,
@@ -222,6 +277,7 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
             "bound": (("iteration",), best.trace),
             "restart_bound": (("restart", "iteration"), padded),
             "alpha_mean": (("group",), best.hyper.alpha_mean),
+            "retained_input": (("retained_input",), best.inputs),
             "restart_converged": (
                 ("restart",),
                 np.array([f.converged for f in fits], dtype=np.int8),
@@ -234,6 +290,8 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
         noise_variance_mean=float(best.hyper.noise_variance_mean),
         outer_iterations=len(best.trace),
         n_weights=net.n_weights,
+        structure=f"{net.n_inputs}x{net.n_hidden}x{net.n_outputs}",
+        retained_hidden=net.n_hidden,
         n_variational_params=family.n_params,
         entropy=float(family.entropy(best.theta)[0]),
         expected_data_error=float(bound.statistics(best.theta)[0]),

@@ -161,7 +161,7 @@ def make_prior(network: Network, kind: str, hyperpriors: dict[str, dict]) -> Wei
 
     index = np.zeros(network.n_weights, dtype=int)
     if kind == "nrd":
-        return _nrd_prior(network, hyper("weights"))
+        return nrd_prior(network, hyper("weights"))
     if kind == "single":
         return WeightPrior(kind, ("weights",), index, (hyper("weights"),))
     names, priors = [], []
@@ -180,7 +180,7 @@ def make_prior(network: Network, kind: str, hyperpriors: dict[str, dict]) -> Wei
     return WeightPrior(kind, tuple(names), index, tuple(priors))
 
 
-def _nrd_prior(network: Network, hyperprior: GammaPrior) -> WeightPrior:
+def nrd_prior(network: Network, hyperprior: GammaPrior) -> WeightPrior:
     """Node relevance determination (thesis eq. 6.32): nodes are the inputs, the input bias
     node, the hidden units, the hidden bias node and the outputs (without hidden layer: the
     inputs, the input bias node and the outputs); each weight joins its two nodes."""
