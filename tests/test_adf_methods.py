@@ -130,3 +130,20 @@ def test_relu_map_point_estimate_separates_the_toy_classes():
     corner = np.argmin(np.sum((split.x_test - [6.0, -6.0]) ** 2, axis=1))
     assert result.class_probs.shape == (split.x_test.shape[0], 2)
     assert np.isfinite(result.class_probs[corner]).all()
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "softmax"])
+def test_reference_classifier_energy_gradient_matches_finite_differences(likelihood):
+    from bnnsweep.methods.adf.point_estimate import ClassifierPosterior, PointSettings
+
+    split = _split("binary", n=15)
+    post = ClassifierPosterior(split, PointSettings(hidden=4, layers=2, likelihood=likelihood))
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(2, post.arch.n_weights))
+    u, grad = post.energy(w)
+    h = 1e-6
+    for j in rng.choice(post.arch.n_weights, 8, replace=False):
+        step = np.zeros_like(w)
+        step[:, j] = h
+        numeric = (post.energy(w + step)[0] - post.energy(w - step)[0]) / (2 * h)
+        np.testing.assert_allclose(grad[:, j], numeric, rtol=1e-5, atol=1e-7)

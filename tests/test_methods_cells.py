@@ -24,8 +24,9 @@ TINY = {
     "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
     "vi_mixture": {"components": 2, "outer_iter": 3, "max_iter": 20},
     "relu_map": {"activation": "relu", "likelihood": "probit", "max_iter": 50},
+    "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
 }  # fmt: skip
-DATASET = {"relu_map": "toy_two_class"}  # classifiers need class labels
+DATASET = {"relu_map": "toy_two_class", "relu_hmc": "toy_two_class"}  # classifiers need class labels
 
 
 @pytest.mark.parametrize("method", sorted(REGISTRY))

@@ -2,7 +2,7 @@
 
 ``adf_toy_classification``
     predictive probability of class 1 on the [-6, 6]^2 grid of the two-class toy, one panel
-    per method (PBP, EBP, the point estimate, an ``hmc`` reference when present), training
+    per method (PBP, EBP, the point estimate, an ``hmc``/``relu_hmc`` reference when present), training
     points overlaid; with a reference run each panel's title gives the mean pointwise KL
     divergence KL(reference || method) over the grid.
 ``adf_epoch_error``
@@ -27,7 +27,7 @@ from ._common import (
     usable,
 )
 
-REFERENCE = "hmc"
+REFERENCE = ("hmc", "relu_hmc")
 ERROR_LABELS = {
     "error_rate": "test error rate",
     "mad": "test mean absolute deviation",
@@ -63,7 +63,7 @@ def adf_toy_classification(ds: xr.Dataset) -> Figure:
     reference = {
         (d, s): ds["class_probs"].isel(run=int(g["run"].iloc[0])).values
         for (d, s, m), g in panels
-        if m == REFERENCE
+        if m in REFERENCE
     }
     with style():
         fig = new_figure(3.4 * len(panels), 3.4)
@@ -85,7 +85,7 @@ def adf_toy_classification(ds: xr.Dataset) -> Figure:
                            edgecolors="k", s=30)  # fmt: skip
             title = method
             ref = reference.get((dataset, split))
-            if ref is not None and method != REFERENCE:
+            if ref is not None and method not in REFERENCE:
                 title += f" (KL {np.mean(pointwise_kl(ref, probs)):.3f})"
             ax.set_title(title, fontsize="small")
             ax.set_aspect("equal")

@@ -145,5 +145,15 @@ register(
         tasks=adf.point_estimate.accepted_tasks,
     )
 )
+register(
+    Method(
+        "relu_hmc",
+        adf.point_estimate.ReferenceHMCSettings,
+        adf.point_estimate.fit_hmc,
+        ("hidden",),
+        "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
+        tasks=adf.point_estimate.accepted_tasks,
+    )
+)
 
 __all__ = ["REGISTRY", "FitResult", "Method", "SettingsError", "get_method", "register"]

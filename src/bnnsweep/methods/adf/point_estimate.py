@@ -1,10 +1,13 @@
-"""``relu_map``: the point-estimate (standard backpropagation) baseline of paper 004 Fig. 2.
+"""Reference fits of the ADF methods' ReLU classifier with a fixed N(0, prior_variance) prior
+(paper 004 Fig. 2 top): ``relu_map``, the point estimate ("backpropagation"), and
+``relu_hmc``, the sampled "ground truth" posterior predictive.
 
-The same ReLU network as PBP/EBP with a single weight vector: the MAP estimate under the
-N(0, prior_variance) prior, found by L-BFGS on the negative log posterior. The moment network
-with all weight variances 0 is the ordinary network, and its reverse pass with psi = 0 gives
-the ordinary gradient, so the ADF code is reused: ln Z of the probit or softmax-bound
-likelihood at psi = 0 is the exact log-likelihood ln Phi(t f) or y.f - lse(f).
+The moment network with all weight variances 0 is the ordinary network, and its reverse pass
+with psi = 0 gives the ordinary gradient, so the ADF code is reused: ln Z of the probit or
+softmax-bound likelihood at psi = 0 is the exact log-likelihood ln Phi(t f) or y.f - lse(f).
+``relu_hmc`` runs the package's batched hybrid Monte Carlo sampler on that energy (paper 004
+used NUTS, 20000 samples after 5000 burn-in; here several HMC chains with step sizes adapted
+during burn-in only).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from ...datasets.base import Split
+from .. import hmc_sampler
 from ..base import FitResult, check_choice, check_positive
 from . import likelihoods as lik
 from .fit import n_classes_of
@@ -40,68 +44,138 @@ class PointSettings:
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
 
 
+@dataclass(frozen=True)
+class ReferenceHMCSettings(PointSettings):
+    chains: int = 4
+    burn_in: int = 1000
+    samples: int = 2000
+    leapfrog: int = 30
+    step_size: float = 0.05
+    target_accept: float = 0.8
+    predictive_samples: int = 2000
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("chains", "burn_in", "samples", "leapfrog", "step_size", "predictive_samples"):
+            check_positive(key, getattr(self, key))
+
+
 def accepted_tasks(settings: PointSettings) -> tuple[str, ...]:
     return lik.TASKS[settings.likelihood]
 
 
-def _log_lik(name, nu, y):
-    zero = np.zeros_like(nu)
-    if name == "probit":
-        return lik.probit_log_z(nu, zero, y)
-    return lik.softmax_bound_log_z(nu, zero, y)
+class ClassifierPosterior:
+    """Negative log posterior of a batch of weight vectors (B, W) of the ReLU classifier."""
+
+    def __init__(self, split: Split, settings: PointSettings):
+        n_out = lik.n_outputs(settings.likelihood, n_classes_of([split]), 1)
+        self.arch = Architecture((split.n_inputs, *[settings.hidden] * settings.layers, n_out))
+        self.sizes = [o * i for o, i in self.arch.shapes]
+        self.split, self.settings = split, settings
+
+    def unpack(self, w: np.ndarray) -> list[np.ndarray]:
+        parts = np.split(w, np.cumsum(self.sizes)[:-1], axis=1)
+        return [p.reshape(len(w), *s) for p, s in zip(parts, self.arch.shapes, strict=True)]
+
+    def outputs(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Network outputs (B, T, P) at inputs x (T, I)."""
+        means = self.unpack(w)
+        nu, _ = forward(
+            means, [np.zeros_like(m) for m in means], np.broadcast_to(x, (len(w), *x.shape))
+        )
+        return nu
+
+    def energy(self, w: np.ndarray, _theta=None) -> tuple[np.ndarray, np.ndarray]:
+        """U(w) = -sum_n ln p(y_n | x_n, w) + |w|^2 / (2 prior_variance) and dU/dw."""
+        means = self.unpack(w)
+        zeros = [np.zeros_like(m) for m in means]
+        x = np.broadcast_to(self.split.x_train, (len(w), *self.split.x_train.shape))
+        nu, _, cache = forward(means, zeros, x, keep=True)
+        B, N, P = nu.shape
+        y = np.broadcast_to(self.split.y_train, (B, N, 1)).reshape(B * N, 1)
+        flat_nu = nu.reshape(B * N, P)
+        zero = np.zeros_like(flat_nu)
+        if self.settings.likelihood == "probit":
+            log_z, g_nu, _ = lik.probit_log_z(flat_nu, zero, y)
+        else:
+            log_z, g_nu, _ = lik.softmax_bound_log_z(flat_nu, zero, y)
+        grads, _ = backward(means, zeros, cache, g_nu.reshape(B, N, P), np.zeros((B, N, P)))
+        grad = np.concatenate([g.reshape(B, -1) for g in grads], axis=1)
+        var = self.settings.prior_variance
+        u = -log_z.reshape(B, N).sum(axis=1) + 0.5 * np.sum(w * w, axis=1) / var
+        return u, -grad + w / var
+
+    def class_probs(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Class probabilities averaged over the weight vectors w (B, W), shape (T, C)."""
+        nu = self.outputs(w, x)
+        if self.settings.likelihood == "probit":
+            probs = lik.probit_probs(nu, np.zeros_like(nu))
+        else:
+            probs = softmax(nu, axis=-1)
+        return probs.mean(axis=0)
 
 
-def class_probabilities(name, nu):
-    if name == "probit":
-        return lik.probit_probs(nu, np.zeros_like(nu))
-    return softmax(nu, axis=-1)
+def _result(post: ClassifierPosterior, w: np.ndarray, n_evals: int) -> FitResult:
+    split = post.split
+
+    def scored(x, y):
+        probs = post.class_probs(w, x)
+        labels = y[:, 0].astype(int)
+        return probs, np.log(np.maximum(probs[np.arange(len(labels)), labels], 1e-300))
+
+    probs, logpred = scored(split.x_test, split.y_test)
+    _, train_logpred = scored(split.x_train, split.y_train)
+    label = np.argmax(probs, axis=1)[:, None].astype(float)
+    result = FitResult(
+        pred_mean=label, pred_var=np.full_like(label, np.nan), likelihood=post.settings.likelihood,
+        class_probs=probs, test_logpred=logpred, train_logpred=train_logpred, n_grad_evals=n_evals,
+    )  # fmt: skip
+    result.diagnostics["n_weights"] = post.arch.n_weights
+    return result
 
 
 def fit(split: Split, settings: PointSettings, rng: np.random.Generator, log=print) -> FitResult:
-    """MAP weights by L-BFGS; predictions are the network's class probabilities."""
-    n_classes = n_classes_of([split])
-    n_out = lik.n_outputs(settings.likelihood, n_classes, 1)
-    arch = Architecture((split.n_inputs, *[settings.hidden] * settings.layers, n_out))
-    shapes = [(1, *s) for s in arch.shapes]
-    sizes = [int(np.prod(s)) for s in shapes]
-    zeros = [np.zeros(s) for s in shapes]
-    x, y = split.x_train[None], split.y_train
-
-    def unpack(w):
-        return [
-            p.reshape(s) for p, s in zip(np.split(w, np.cumsum(sizes)[:-1]), shapes, strict=True)
-        ]
+    """``relu_map``: MAP weights by L-BFGS; predictions are the network's class probabilities."""
+    post = ClassifierPosterior(split, settings)
 
     def objective(w):
-        means = unpack(w)
-        nu, _, cache = forward(means, zeros, x, keep=True)
-        log_z, g_nu, _ = _log_lik(settings.likelihood, nu[0], y)
-        grads, _ = backward(means, zeros, cache, g_nu[None], np.zeros_like(g_nu)[None])
-        flat = np.concatenate([g.ravel() for g in grads])
-        value = -np.sum(log_z) + 0.5 * w @ w / settings.prior_variance
-        return value, -flat + w / settings.prior_variance
+        u, g = post.energy(w[None])
+        return float(u[0]), g[0]
 
-    w0 = np.concatenate([m.ravel() for m in arch.init_means([rng])])
+    w0 = np.concatenate([m.ravel() for m in post.arch.init_means([rng])])
     found = minimize(
         objective, w0, jac=True, method="L-BFGS-B", options={"maxiter": settings.max_iter}
     )
-    means = unpack(found.x)
-
-    def predict(inputs, targets):
-        nu, _ = forward(means, zeros, inputs[None])
-        probs = class_probabilities(settings.likelihood, nu[0])
-        labels = targets[:, 0].astype(int)
-        return probs, np.log(np.maximum(probs[np.arange(len(labels)), labels], 1e-300))
-
-    probs, logpred = predict(split.x_test, split.y_test)
-    _, train_logpred = predict(split.x_train, split.y_train)
-    label = np.argmax(probs, axis=1)[:, None].astype(float)
-    result = FitResult(
-        pred_mean=label, pred_var=np.full_like(label, np.nan), likelihood=settings.likelihood,
-        class_probs=probs, test_logpred=logpred, train_logpred=train_logpred,
-        n_grad_evals=int(found.nfev),
-    )  # fmt: skip
-    result.diagnostics.update(n_weights=arch.n_weights, map_objective=float(found.fun))
+    result = _result(post, found.x[None], int(found.nfev))
+    result.diagnostics["map_objective"] = float(found.fun)
     if not found.success:
         result.flag("not_converged", f"L-BFGS: {found.message}")
+    return result
+
+
+def fit_hmc(
+    split: Split, settings: ReferenceHMCSettings, rng: np.random.Generator, log=print
+) -> FitResult:
+    """``relu_hmc``: batched HMC chains from random fan-in initialisations; predictions average
+    the class probabilities over ``predictive_samples`` kept samples."""
+    post = ClassifierPosterior(split, settings)
+    w0 = np.concatenate(
+        [m.reshape(settings.chains, -1) for m in post.arch.init_means([rng] * settings.chains)],
+        axis=1,
+    )
+    run = hmc_sampler.sample(
+        post.energy, w0, None, rng,
+        n_burn=settings.burn_in, n_samples=settings.samples,
+        n_leapfrog_burn=settings.leapfrog, n_leapfrog=settings.leapfrog,
+        step_size=settings.step_size, target_accept=settings.target_accept, log=log,
+    )  # fmt: skip
+    flat = run.samples.reshape(-1, run.samples.shape[-1])
+    pick = np.linspace(0, len(flat) - 1, min(settings.predictive_samples, len(flat))).astype(int)
+    result = _result(post, flat[pick], run.n_grad_evals)
+    result.traces["sample_energy"] = (("sample", "chain"), run.energy)
+    result.diagnostics.update(
+        acceptance_rate=float(run.accepted.mean()), divergent=int(run.divergent.sum())
+    )
+    if run.divergent.sum() > 0.1 * flat.shape[0]:
+        result.flag("diverged", f"{run.divergent.sum()} of {flat.shape[0]} trajectories diverged")
     return result
