@@ -147,3 +147,23 @@ def test_reference_classifier_energy_gradient_matches_finite_differences(likelih
         step[:, j] = h
         numeric = (post.energy(w + step)[0] - post.energy(w - step)[0]) / (2 * h)
         np.testing.assert_allclose(grad[:, j], numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_rejected_updates_are_counted_and_reported():
+    """Noisy Monte Carlo gradients under a vague prior propose negative variances: they are
+    rejected, counted in the diagnostics and named in the status message, never applied."""
+    from bnnsweep import datasets
+
+    split = datasets.load("toy_two_class").split("default")
+    settings = PBPSettings(
+        hidden=10,
+        epochs=30,
+        likelihood="softmax",
+        mc_samples=2,
+        prior_shape=1e4,
+        prior_rate=999900.0,
+    )
+    result = fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    rejected = result.diagnostics["rejected_weight_updates"]
+    assert rejected > 0 and f"rejected_weight_updates {rejected}" in result.status_message
+    assert result.status == "ok" and np.all(np.isfinite(result.class_probs))
