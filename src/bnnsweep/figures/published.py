@@ -31,11 +31,31 @@ PUBLISHED: dict[tuple[str, str, str], tuple[Reference, ...]] = {
         Reference(0.131, "thesis Table 5.1 (hybrid Monte Carlo)", "thesis T5.1"),
         Reference(0.09, "paper 000 Table 1 (hybrid Monte-Carlo)", "paper 000 T1"),
     ),
+    ("sunspots", "vi_gauss", "test_nmse"): (
+        Reference(0.178, "thesis Table 5.1 (variational, diagonal)", "thesis T5.1"),
+        Reference(0.14, "paper 000 Table 1 (variational, diagonal)", "paper 000 T1"),
+    ),
+    ("sunspots", "vi_mixture", "test_nmse"): (
+        Reference(0.172, "thesis Table 5.1 (variational mixture, 5 components)", "thesis T5.1"),
+        Reference(0.11, "paper 000 Table 1 (variational committee, 3 components)", "paper 000 T1"),
+    ),
     ("tecator", "laplace", "test_rmse"): (
         Reference(0.55, "thesis Table 5.2 (evidence, Thodberg)", "thesis T5.2"),
+        Reference(0.60, "paper 000 Table 2 (evidence, 3 hidden units)", "paper 000 T2"),
     ),
     ("tecator", "map", "test_rmse"): (
         Reference(0.65, "thesis Table 5.2 (early stopping)", "thesis T5.2"),
+        Reference(0.65, "paper 000 Table 2 (early stopping)", "paper 000 T2"),
+    ),
+    ("tecator", "vi_gauss", "test_rmse"): (
+        Reference(0.526, "thesis Table 5.2 (variational, diagonal, 8 hidden units)", "thesis T5.2"),
+        Reference(
+            0.56, "paper 000 Table 2 (variational, diagonal, 3 hidden units)", "paper 000 T2"
+        ),
+    ),
+    ("tecator", "vi_mixture", "test_rmse"): (
+        Reference(0.519, "thesis Table 5.2 (variational mixture, 5 components)", "thesis T5.2"),
+        Reference(0.54, "paper 000 Table 2 (variational committee, 3 components)", "paper 000 T2"),
     ),
     ("tecator", "hmc", "test_rmse"): (
         Reference(0.481, "thesis Table 5.2 (hybrid Monte Carlo)", "thesis T5.2"),
