@@ -4,6 +4,7 @@ analytic gradient agrees with central differences."""
 
 import numpy as np
 import pytest
+from test_erf_expectations import central_diff
 
 from bnnsweep.datasets.base import Split
 from bnnsweep.methods.base import SettingsError, build_settings
@@ -36,15 +37,6 @@ def toy_split(n=25, seed=2):
     x = rng.uniform(-2, 2, size=(n, 1))
     t = np.sin(2 * x) + 0.1 * rng.normal(size=(n, 1))
     return Split("default", x, t, x[:6], t[:6], np.zeros(1), np.ones(1))
-
-
-def central_diff(f, x, step=1e-5):
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = step
-        out[k] = (f(x + e) - f(x - e)) / (2 * step)
-    return out
 
 
 @pytest.mark.parametrize("prior", ["single", "grouped"])

@@ -5,8 +5,9 @@ improves on the one-component bound by at most ln M without falling below it."""
 import numpy as np
 import pytest
 from scipy.special import logsumexp
+from test_erf_expectations import central_diff
+from test_vi_gauss import toy_split
 
-from bnnsweep.datasets.base import Split
 from bnnsweep.methods.base import build_settings
 from bnnsweep.methods.hyperposterior import HyperPosterior
 from bnnsweep.methods.vi_gauss import GaussianBound
@@ -23,22 +24,6 @@ QUIET = {"log": lambda *_: None}
 
 def settings(**values):
     return build_settings(VIMixtureSettings, values, "method 'vi_mixture'")
-
-
-def toy_split(n=25, seed=2):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-2, 2, size=(n, 1))
-    t = np.sin(2 * x) + 0.1 * rng.normal(size=(n, 1))
-    return Split("default", x, t, x[:6], t[:6], np.zeros(1), np.ones(1))
-
-
-def central_diff(f, x, step=1e-5):
-    out = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e[k] = step
-        out[k] = (f(x + e) - f(x - e)) / (2 * step)
-    return out
 
 
 def random_mixture(rng, M=3, W=4, spread=1.5):

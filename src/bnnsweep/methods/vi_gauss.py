@@ -32,26 +32,11 @@ from .model_settings import ModelSettings
 from .nrd_structure import Candidate, remove_node
 
 
-def check_variational_model(method: str, activation: str, g2: str, covariance: str) -> None:
-    """The bound is closed-form for the erf unit (and the identity); the paper's g^2
-    approximation exists for a diagonal covariance only."""
-    if activation not in SUPPORTED_ACTIVATIONS:
-        raise ValueError(
-            f"method {method!r} needs activation 'erf' (the bound's expectations are closed-form "
-            f"for g(a) = erf(a / sqrt 2)) or 'linear'; got {activation!r}"
-        )
-    check_choice("g2", g2, ("exact", "approx"))
-    if g2 == "approx" and covariance != "diag":
-        raise ValueError("setting 'g2: approx' (paper 000 eq. B.18) needs covariance 'diag'")
-
-
 @dataclass(frozen=True)
-class VIGaussSettings(ModelSettings):
-    """Settings of the Gaussian variational method (defaults: thesis sec. 5.5.2)."""
+class VariationalSettings(ModelSettings):
+    """Settings shared by the variational methods (defaults: thesis sec. 5.5.2)."""
 
     activation: str = "erf"
-    covariance: str = "diag"
-    factors: int = 1
     g2: str = "exact"
     hyper: str = "gamma"
     restarts: int = 5
@@ -62,11 +47,46 @@ class VIGaussSettings(ModelSettings):
     beta_init: float = 200.0
     init_scale: float = 1.0
     init_sd: float = 0.01
-    structure: str = "fixed"
+
+    method_name = "vi_gauss"  # class attribute (not a setting): names the method in errors
+
+    def covariance_kind(self) -> str:
+        return "diag"
 
     def validate(self) -> None:
+        """The bound is closed-form for the erf unit (and the identity); the paper's g^2
+        approximation exists for a diagonal covariance only."""
         super().validate()
-        check_variational_model("vi_gauss", self.activation, self.g2, self.covariance)
+        if self.activation not in SUPPORTED_ACTIVATIONS:
+            raise ValueError(
+                f"method {self.method_name!r} needs activation 'erf' (the bound's expectations "
+                f"are closed-form for g(a) = erf(a / sqrt 2)) or 'linear'; got {self.activation!r}"
+            )
+        check_choice("g2", self.g2, ("exact", "approx"))
+        if self.g2 == "approx" and self.covariance_kind() != "diag":
+            raise ValueError("setting 'g2: approx' (paper 000 eq. B.18) needs covariance 'diag'")
+        check_choice("hyper", self.hyper, ("gamma", "fixed"))
+        for key in ("restarts", "outer_iter", "max_iter"):
+            check_positive(key, getattr(self, key))
+        for key in ("tol", "alpha_init", "beta_init", "init_scale", "init_sd"):
+            check_positive(key, getattr(self, key))
+
+
+@dataclass(frozen=True)
+class VIGaussSettings(VariationalSettings):
+    """Settings of the Gaussian variational method."""
+
+    covariance: str = "diag"
+    factors: int = 1
+    structure: str = "fixed"
+
+    def covariance_kind(self) -> str:
+        return self.covariance
+
+    def validate(self) -> None:
+        check_choice("covariance", self.covariance, COVARIANCES)
+        super().validate()
+        check_positive("factors", self.factors)
         check_choice("structure", self.structure, ("fixed", "nrd"))
         if self.structure == "nrd" and (
             self.prior != "nrd"
@@ -78,12 +98,6 @@ class VIGaussSettings(ModelSettings):
                 "setting 'structure: nrd' (thesis sec. 6.5.9) needs prior 'nrd', covariance "
                 "'diag', hyper 'gamma' and hidden >= 1"
             )
-        check_choice("covariance", self.covariance, COVARIANCES)
-        check_choice("hyper", self.hyper, ("gamma", "fixed"))
-        for key in ("factors", "restarts", "outer_iter", "max_iter"):
-            check_positive(key, getattr(self, key))
-        for key in ("tol", "alpha_init", "beta_init", "init_scale", "init_sd"):
-            check_positive(key, getattr(self, key))
 
 
 @dataclass
@@ -224,6 +238,26 @@ def predictive(objective: PenalisedError, family: GaussianFamily, theta, hyper, 
     return first, np.maximum(second - first * first, 0.0) + hyper.noise_variance_mean
 
 
+def bound_result(best, fits, outer_iter: int, test, train) -> FitResult:
+    """The FitResult of a variational fit: predictions (mean, variance) on test and train
+    points, the bound as ``log_evidence`` of kind ``lower_bound``, and its status: not
+    converged when the outer loop hit ``outer_iter``, diverged when the bound is not finite."""
+    result = FitResult(
+        pred_mean=test[0],
+        pred_var=test[1],
+        train_mean=train[0],
+        train_var=train[1],
+        log_evidence=float(best.bound),
+        log_evidence_kind="lower_bound",
+        n_grad_evals=int(sum(f.n_evals for f in fits)),
+    )
+    if not best.converged:
+        result.flag("not_converged", f"the bound still changed after {outer_iter} outer iterations")
+    if not np.isfinite(best.bound):
+        result.flag("diverged", "the lower bound is not finite")
+    return result
+
+
 def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=print) -> FitResult:
     objective, noise_prior = settings.build(split)
     net = objective.network
@@ -252,21 +286,8 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
     train_mean, train_var = predictive(
         objective, family, best.theta, best.hyper, split.x_train[:, best.inputs], settings.g2
     )
-    result = FitResult(
-        pred_mean=pred_mean,
-        pred_var=pred_var,
-        train_mean=train_mean,
-        train_var=train_var,
-        log_evidence=float(best.bound),
-        log_evidence_kind="lower_bound",
-        n_grad_evals=int(sum(f.n_evals for f in fits)),
-    )
-    if not best.converged:
-        result.flag(
-            "not_converged", f"the bound still changed after {settings.outer_iter} outer iterations"
-        )
-    if not np.isfinite(best.bound):
-        result.flag("diverged", "the lower bound is not finite")
+    result = bound_result(best, fits, settings.outer_iter, (pred_mean, pred_var),
+                          (train_mean, train_var))  # fmt: skip
     longest = max(len(f.trace) for f in fits)
     padded = np.full((len(fits), longest), np.nan)
     for r, f in enumerate(fits):

@@ -37,10 +37,10 @@ from ..models.vi_family import GaussianFamily
 from .base import FitResult, check_choice, check_positive
 from .hyperposterior import HyperPosterior
 from .laplace import mixture_moments
-from .model_settings import ModelSettings
 from .vi_gauss import (
     GaussianBound,
-    check_variational_model,
+    VariationalSettings,
+    bound_result,
     fit_gaussian,
     initial_hyper,
     predictive,
@@ -48,34 +48,23 @@ from .vi_gauss import (
 
 
 @dataclass(frozen=True)
-class VIMixtureSettings(ModelSettings):
-    """Settings of the mixture variational method (defaults: thesis sec. 5.4.3, 5.5.2)."""
+class VIMixtureSettings(VariationalSettings):
+    """Settings of the mixture variational method (thesis sec. 5.4.3); q(w|m) is diagonal."""
 
-    activation: str = "erf"
-    components: int = 3
-    mixing: str = "fixed"
-    g2: str = "exact"
-    hyper: str = "gamma"
     restarts: int = 1
     outer_iter: int = 100
-    max_iter: int = 500
-    tol: float = 1e-7
-    alpha_init: float = 0.3
-    beta_init: float = 200.0
-    init_scale: float = 1.0
-    init_sd: float = 0.01
+    components: int = 3
+    mixing: str = "fixed"
     init_noise: float = 0.01
     smoothing_scale: float = 10.0
 
+    method_name = "vi_mixture"
+
     def validate(self) -> None:
         super().validate()
-        check_variational_model("vi_mixture", self.activation, self.g2, "diag")
         check_choice("mixing", self.mixing, ("fixed", "update"))
-        check_choice("hyper", self.hyper, ("gamma", "fixed"))
-        for key in ("components", "restarts", "outer_iter", "max_iter"):
-            check_positive(key, getattr(self, key))
-        for key in ("tol", "alpha_init", "beta_init", "init_scale", "init_sd", "smoothing_scale"):
-            check_positive(key, getattr(self, key))
+        check_positive("components", self.components)
+        check_positive("smoothing_scale", self.smoothing_scale)
         check_positive("init_noise", self.init_noise, allow_zero=True)
 
 
@@ -266,21 +255,8 @@ def fit(
     train_means, train_vars = component_predictions(split.x_train)
     pred_mean, pred_var = mixture_moments(Q, test_means, test_vars)
     train_mean, train_var = mixture_moments(Q, train_means, train_vars)
-    result = FitResult(
-        pred_mean=pred_mean,
-        pred_var=pred_var,
-        train_mean=train_mean,
-        train_var=train_var,
-        log_evidence=float(best.bound),
-        log_evidence_kind="lower_bound",
-        n_grad_evals=int(sum(f.n_evals for f in fits)),
-    )
-    if not best.converged:
-        result.flag(
-            "not_converged", f"the bound still changed after {settings.outer_iter} outer iterations"
-        )
-    if not np.isfinite(best.bound):
-        result.flag("diverged", "the lower bound is not finite")
+    result = bound_result(best, fits, settings.outer_iter, (pred_mean, pred_var),
+                          (train_mean, train_var))  # fmt: skip
     result.members["component"] = (test_means, test_vars)
     result.coords["group"] = np.array(objective.prior.group_names)
     mi = float(best.mi_trace[-1])
