@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (registration)
     robot_arm,
     tecator,
     timeseries,
+    toy_nrd,
     uci,
 )
 from .base import Dataset, DatasetError, Split
