@@ -51,6 +51,7 @@ UNITS = {
     "test_mad": ("mean absolute deviation of the predicted counts from the test counts", "counts"),
     "class_probs": ("predictive class probabilities at the test points", "1"),
     "runtime_s": ("wall time of the fit", "s"),
+    "n_train": ("number of training cases", "1"),
     "n_grad_evals": ("gradient evaluations of the penalised error", "1"),
 }
 
@@ -150,6 +151,7 @@ def cell_dataset(
         "status": xr.Variable((), result.status),
         "status_message": xr.Variable((), result.status_message),
         "runtime_s": _var(result.runtime_s, (), "runtime_s"),
+        "n_train": _var(np.int64(split.x_train.shape[0]), (), "n_train"),
         "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
     }
     if result.likelihood != "gaussian":

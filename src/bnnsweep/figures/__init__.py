@@ -12,8 +12,8 @@
 ``evidence_vs_error``
     log evidence against test NMSE per mode/run, one facet per dataset (paper 000 fig. 2)
 ``toy_regression``
-    predictive mean, +-2 s.d. band, targets and training data for one-input datasets
-    (paper 000 fig. 1)
+    predictive mean, +-1 s.d. band, posterior function draws, targets and training data for
+    one-input datasets (thesis fig. 5.3; paper 000 fig. 1)
 ``error_table``
     mean +- s.e. of test errors and log evidence per dataset/method/hidden, with published
     reference values
@@ -28,6 +28,9 @@
     KL from an ``hmc`` reference when present (paper 004 Fig. 2 top)
 ``adf_epoch_error``
     test error against epoch for the ADF methods, mean +- s.e. over splits
+``nrd_hidden_units``
+    hidden units retained by NRD structure learning against the number of training cases,
+    mean +- s.d. over draws (thesis fig. 6.17)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -49,6 +52,7 @@ from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
+from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
 from .toy_regression import toy_regression
@@ -63,6 +67,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_uci_table": (adf_uci_table, ".png"),
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
+    "nrd_hidden_units": (nrd_hidden_units, ".png"),
 }
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
     "evidence_vs_error",
     "load_merged",
     "method_palette",
+    "nrd_hidden_units",
     "occam_hill",
     "schedule_comparison",
     "toy_regression",
