@@ -97,6 +97,13 @@ def test_bound_never_decreases_and_predictions_are_finite(covariance, prior, g2)
     assert result.pred_mean.shape == split.y_test.shape
 
 
+@pytest.mark.parametrize("covariance", ["full", "fa"])
+def test_full_and_fa_fits_start_from_the_diagonal_fit_and_end_above_it(covariance):
+    s = settings(hidden=3, covariance=covariance, restarts=1, outer_iter=20, max_iter=200)
+    result = fit(toy_split(), s, np.random.default_rng(4), **QUIET)
+    assert result.log_evidence >= result.diagnostics["diagonal_start_bound"]
+
+
 def test_not_converged_when_the_outer_loop_hits_its_limit():
     s = settings(hidden=2, restarts=1, outer_iter=2, max_iter=5, tol=1e-14)
     result = fit(toy_split(), s, np.random.default_rng(0), **QUIET)

@@ -79,6 +79,7 @@ class VIGaussSettings(VariationalSettings):
     covariance: str = "diag"
     factors: int = 1
     structure: str = "fixed"
+    init_from_diag: bool = True
 
     def covariance_kind(self) -> str:
         return self.covariance
@@ -160,6 +161,7 @@ class GaussianFit:
     n_evals: int
     problem: GaussianBound | None = None  # the (possibly reduced) problem the fit belongs to
     inputs: np.ndarray | None = None  # input columns it uses
+    start_bound: float = float("nan")  # bound of the diagonal fit a full/fa fit started from
 
 
 def fit_gaussian(bound: GaussianBound, theta: np.ndarray, hyper: HyperPosterior, outer_iter: int,
@@ -218,6 +220,21 @@ def learn_structure(bound: GaussianBound, theta, hyper: HyperPosterior, settings
                        make(cand), cand.inputs)  # fmt: skip
 
 
+def start_from_diagonal(objective, family: GaussianFamily, w0, hyper, settings, rng, log):
+    """Fit a diagonal q(w) first and start the full/fa fit at it (L = diag(s); fa: d = s and
+    factors 1e-3 s times standard normals, since U = 0 is a stationary point in U). Returns
+    the starting parameters and the diagonal bound; ``hyper`` is updated in place."""
+    W = family.n_weights
+    diag = GaussianFamily("diag", W)
+    found = fit_gaussian(GaussianBound(objective, diag, settings.g2), diag.pack(w0, settings.init_sd),
+                         hyper, settings.outer_iter, settings.max_iter, settings.tol, log)  # fmt: skip
+    mean, sd = found.theta[:W], np.exp(found.theta[W:])
+    theta = family.pack(mean, sd)
+    if family.kind == "fa":
+        theta[2 * W :] = (1e-3 * sd[:, None] * rng.standard_normal((W, family.factors))).ravel()
+    return theta, found.bound
+
+
 def initial_hyper(settings, objective: PenalisedError, noise_prior) -> HyperPosterior:
     """q(alpha), q(beta) at alpha_init, beta_init (Gamma mode) or point masses there (fixed)."""
     prior, n = objective.prior, objective.n_targets
@@ -267,14 +284,19 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
     for r in range(settings.restarts):
         log(f"restart {r + 1}/{settings.restarts}")
         w0 = net.init_weights(rng, 1, settings.init_scale)[0]
-        theta0 = family.pack(w0, settings.init_sd, rng, factor_scale=settings.init_sd)
         hyper = initial_hyper(settings, objective, noise_prior)
+        theta0, start_bound = family.pack(w0, settings.init_sd, rng, settings.init_sd), np.nan
+        if settings.covariance != "diag" and settings.init_from_diag:
+            theta0, start_bound = start_from_diagonal(
+                objective, family, w0, hyper, settings, rng, log
+            )
         if settings.structure == "nrd":
             found = learn_structure(bound, theta0, hyper, settings, split.x_train, log)
         else:
             found = fit_gaussian(bound, theta0, hyper, settings.outer_iter, settings.max_iter,
                                  settings.tol, log)  # fmt: skip
             found.problem, found.inputs = bound, np.arange(split.n_inputs)
+        found.start_bound = start_bound
         fits.append(found)
     bounds = np.array([f.bound for f in fits])
     best = fits[int(np.nanargmax(bounds))]
@@ -314,6 +336,7 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
         structure=f"{net.n_inputs}x{net.n_hidden}x{net.n_outputs}",
         retained_hidden=net.n_hidden,
         n_variational_params=family.n_params,
+        diagonal_start_bound=float(best.start_bound),
         entropy=float(family.entropy(best.theta)[0]),
         expected_data_error=float(bound.statistics(best.theta)[0]),
         weight_norm=float(np.linalg.norm(mean)),
