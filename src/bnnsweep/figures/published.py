@@ -61,6 +61,63 @@ PUBLISHED: dict[tuple[str, str, str], tuple[Reference, ...]] = {
         Reference(0.481, "thesis Table 5.2 (hybrid Monte Carlo)", "thesis T5.2"),
         Reference(0.59, "paper 000 Table 2 (hybrid Monte-Carlo)", "paper 000 T2"),
     ),
+    ("sunspots", "vi_single", "test_nmse"): (
+        Reference(0.19, "thesis Table 6.1 (variational, single prior)", "thesis T6.1"),
+    ),
+    ("sunspots", "vi_grouped", "test_nmse"): (
+        Reference(0.194, "thesis Table 6.1 (variational, grouped prior)", "thesis T6.1"),
+    ),
+    ("sunspots", "vi_ard", "test_nmse"): (
+        Reference(0.153, "thesis Table 6.1 (variational, ARD prior)", "thesis T6.1"),
+    ),
+    ("sunspots", "vi_nrd", "test_nmse"): (
+        Reference(0.163, "thesis Table 6.1 (variational, NRD prior)", "thesis T6.1"),
+    ),
+    ("sunspots", "hmc_grouped", "test_nmse"): (
+        Reference(0.131, "thesis Table 6.1 (hybrid Monte Carlo, grouped prior)", "thesis T6.1"),
+    ),
+    ("sunspots", "hmc_ard", "test_nmse"): (
+        Reference(0.132, "thesis Table 6.1 (hybrid Monte Carlo, ARD prior)", "thesis T6.1"),
+    ),
+    ("tecator", "vi_single", "test_rmse"): (
+        Reference(0.549, "thesis Table 6.2 (variational, single prior)", "thesis T6.2"),
+    ),
+    ("tecator", "vi_grouped", "test_rmse"): (
+        Reference(0.54, "thesis Table 6.2 (variational, grouped prior)", "thesis T6.2"),
+    ),
+    ("tecator", "vi_ard", "test_rmse"): (
+        Reference(0.539, "thesis Table 6.2 (variational, ARD prior)", "thesis T6.2"),
+    ),
+    ("tecator", "vi_nrd", "test_rmse"): (
+        Reference(0.532, "thesis Table 6.2 (variational, NRD prior)", "thesis T6.2"),
+    ),
+    ("tecator", "hmc_grouped", "test_rmse"): (
+        Reference(0.481, "thesis Table 6.2 (hybrid Monte Carlo, grouped prior)", "thesis T6.2"),
+    ),
+    ("tecator", "hmc_ard", "test_rmse"): (
+        Reference(0.471, "thesis Table 6.2 (hybrid Monte Carlo, ARD prior)", "thesis T6.2"),
+    ),
+    ("boston_housing_128", "vi_fa", "test_nmse"): (
+        Reference(
+            0.22,
+            "paper 002 Table 1 (ensemble learning, factor-analysis covariance s = 1; DELVE split, MSE on normalised targets)",
+            "paper 002 T1",
+        ),
+    ),
+    ("boston_housing_128", "vi_diag", "test_nmse"): (
+        Reference(
+            0.28,
+            "paper 002 Table 1 (ensemble learning, diagonal covariance; DELVE split, MSE on normalised targets)",
+            "paper 002 T1",
+        ),
+    ),
+    ("boston_housing_128", "laplace", "test_nmse"): (
+        Reference(
+            0.33,
+            "paper 002 Table 1 (Laplace / evidence procedure; DELVE split, MSE on normalised targets)",
+            "paper 002 T1",
+        ),
+    ),
 }
 
 
