@@ -23,6 +23,8 @@ def test_hessian_factor_draws_have_covariance_a_inverse():
 
 TINY = {
     "laplace": {"restarts": 2, "cycles": 2},
+    "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
+    "vi_mixture": {"components": 2, "outer_iter": 3, "max_iter": 20},
     "hmc": {"chains": 2, "burn_in": 10, "samples": 20, "leapfrog": 10, "burn_leapfrog": 10},
 }
 
@@ -40,3 +42,18 @@ def test_function_samples_are_written_in_original_units(method, tmp_path):
         # draws scatter around the predictive mean, on its scale (original units)
         spread = np.abs(samples.mean("function_sample") - ds.pred_mean).max().item()
         assert spread < 3 * np.sqrt(ds.pred_var.max().item())
+
+
+@pytest.mark.parametrize("kind", ["diag", "full", "fa"])
+def test_variational_draws_have_the_family_covariance(kind):
+    from bnnsweep.models.vi_family import GaussianFamily
+
+    rng = np.random.default_rng(1)
+    family = GaussianFamily(kind, 3, 2)
+    theta = rng.normal(scale=0.5, size=family.n_params)
+    mean, cov = family.mean_cov(theta)
+    cov = np.diag(cov) if cov.ndim == 1 else cov
+    draws = family.sample(theta, 200_000, rng)
+    se = np.sqrt((cov**2 + np.outer(np.diag(cov), np.diag(cov))) / len(draws))
+    assert np.all(np.abs(np.cov(draws.T) - cov) < 4 * se)
+    assert np.all(np.abs(draws.mean(0) - mean) < 4 * np.sqrt(np.diag(cov) / len(draws)))

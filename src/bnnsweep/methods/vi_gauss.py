@@ -26,7 +26,7 @@ from ..datasets.base import Split
 from ..models.erf_expectations import SUPPORTED_ACTIVATIONS, expected_data_error, output_moments
 from ..models.objective import PenalisedError
 from ..models.vi_family import COVARIANCES, GaussianFamily
-from .base import FitResult, check_choice, check_positive
+from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from .hyperposterior import HyperPosterior
 from .model_settings import ModelSettings
 from .nrd_structure import Candidate, remove_node
@@ -310,6 +310,8 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
     )
     result = bound_result(best, fits, settings.outer_iter, (pred_mean, pred_var),
                           (train_mean, train_var))  # fmt: skip
+    draws = family.sample(best.theta, FUNCTION_SAMPLES, rng)
+    result.function_samples = net.forward(draws, split.x_test[:, best.inputs])
     longest = max(len(f.trace) for f in fits)
     padded = np.full((len(fits), longest), np.nan)
     for r, f in enumerate(fits):

@@ -34,7 +34,7 @@ from scipy.special import logsumexp, softmax
 
 from ..datasets.base import Split
 from ..models.vi_family import GaussianFamily
-from .base import FitResult, check_choice, check_positive
+from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from .hyperposterior import HyperPosterior
 from .laplace import mixture_moments
 from .vi_gauss import (
@@ -258,6 +258,9 @@ def fit(
     result = bound_result(best, fits, settings.outer_iter, (pred_mean, pred_var),
                           (train_mean, train_var))  # fmt: skip
     result.members["component"] = (test_means, test_vars)
+    picked = rng.choice(len(Q), size=FUNCTION_SAMPLES, p=Q / Q.sum())
+    draws = np.concatenate([family.sample(best.comp[m], 1, rng) for m in picked])
+    result.function_samples = net.forward(draws, split.x_test)
     result.coords["group"] = np.array(objective.prior.group_names)
     mi = float(best.mi_trace[-1])
     result.traces.update(

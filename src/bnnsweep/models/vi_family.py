@@ -87,6 +87,18 @@ class GaussianFamily:
         d, U = self._fa(rest)
         return m, np.diag(d * d) + U @ U.T
 
+    def sample(self, theta: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n draws w ~ q(w) = N(m, C), shape (n, W): m + sd z (diag), m + L z (full),
+        m + d z + U z' (fa)."""
+        m, rest = self._split(theta)
+        z = rng.standard_normal((n, self.n_weights))
+        if self.kind == "diag":
+            return m + np.exp(rest) * z
+        if self.kind == "full":
+            return m + z @ self._chol(rest).T
+        d, U = self._fa(rest)
+        return m + d * z + rng.standard_normal((n, self.factors)) @ U.T
+
     def variances(self, theta: np.ndarray) -> np.ndarray:
         """diag C, shape (W,)."""
         m, rest = self._split(theta)
