@@ -10,6 +10,8 @@ from snakemake.utils import min_version
 min_version("8.10")
 
 from bnnsweep.config import ConfigError, expand, validate
+from bnnsweep.jobsize import resources, short_cells
+from bnnsweep.runlock import clear_stale_locks, record_owner
 from bnnsweep.sweep import cell_index, fit_arguments
 
 
@@ -24,6 +26,16 @@ if not config:
 report: "workflow/report/workflow.rst"
 
 
+# A sweep killed with SIGKILL leaves Snakemake's lock behind; the same command resumes it:
+# the lock is removed when the run that took it is gone (bnnsweep.runlock), never otherwise.
+if workflow.is_main_process:
+    clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
+
+
+onstart:
+    record_owner(".snakemake")
+
+
 try:
     CONFIG = validate(config)
     CELLS = cell_index(expand(CONFIG))
@@ -32,6 +44,12 @@ except (ConfigError, ValueError) as err:
     sys.exit(1)
 
 RESULTS = CONFIG["results_dir"]
+GROUPING = CONFIG["grouping"]
+GROUPS = (
+    short_cells(list(CELLS.values()), GROUPING["short_minutes"])
+    if GROUPING["mode"] == "group"
+    else {}
+)
 envvars:
     "PATH",
 
@@ -46,7 +64,7 @@ wildcard_constraints:
     experiment="[a-z0-9_]+",
     dataset="[a-z0-9_]+",
     method="[a-z0-9_]+",
-    cell="[A-Za-z0-9_.-]+",
+    cell="[A-Za-z0-9][A-Za-z0-9_-]*",
     kind="[a-z_]+",
 
 

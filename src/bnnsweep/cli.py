@@ -103,12 +103,13 @@ def cmd_list(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .results import merge_cells, write_netcdf_atomic
+    from .results import merge_cells
+    from .runner import write_result
 
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
-    write_netcdf_atomic(merge_cells(paths), args.output)
+    write_result(merge_cells(paths), args.output)
     return 0
 
 
@@ -176,17 +177,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import allocator
     from .config import ConfigError
     from .datasets.base import DatasetError
     from .methods.base import SettingsError
-
-    from . import allocator
+    from .runner import WriteError
 
     allocator.tune()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, DatasetError, SettingsError, ValueError, FileNotFoundError) as err:
+    except (
+        ConfigError,
+        DatasetError,
+        SettingsError,
+        ValueError,
+        FileNotFoundError,
+        WriteError,
+    ) as err:
         print(f"bnnsweep: error: {err}", file=sys.stderr)
         return 2
 

@@ -6,6 +6,9 @@ and turn the result into the cell's dataset. Numerical failure inside the method
 from __future__ import annotations
 
 import dataclasses
+import errno
+import resource
+import shutil
 import time
 from pathlib import Path
 
@@ -20,6 +23,19 @@ from .results import cell_dataset, write_netcdf_atomic
 from .sweep import Cell
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
+_WRITE_HINTS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EFBIG: "the file size limit was reached",
+    errno.EACCES: "the directory is not writable",
+    errno.EPERM: "the directory is not writable",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+class WriteError(RuntimeError):
+    """A result file could not be written (full disk, unwritable directory); no partial file
+    is left under the output's name."""
 
 
 def load_split(cell: Cell, data_path: str | Path | None = None) -> Split:
@@ -51,5 +67,44 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
     return cell_dataset(result, split, cell, dataclasses.asdict(settings))
 
 
+def remove_stale_temporaries(output: str | Path) -> list[Path]:
+    """Delete temporary files an earlier, killed write of ``output`` left beside it
+    (``.<name>.*.tmp.nc``). Only one job writes a given output at a time."""
+    output = Path(output)
+    stale = list(output.parent.glob(f".{output.name}.*.tmp.nc")) if output.parent.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
+def write_result(ds: xr.Dataset, output: str | Path) -> Path:
+    """Write ``ds`` atomically to ``output``; any failure becomes a WriteError that names the
+    file and, where the system says so, the reason (full disk, permissions)."""
+    output = Path(output)
+    remove_stale_temporaries(output)
+    try:
+        return write_netcdf_atomic(ds, output)
+    except (OSError, RuntimeError) as err:
+        raise WriteError(f"cannot write {output}{_write_hint(err, output)}: {err}") from err
+
+
+def _write_hint(err: BaseException, output: Path) -> str:
+    """Why a write failed, as far as the system tells: the errno, else (the HDF5 library
+    reports every failed write as 'HDF error') the file size limit or the free space."""
+    reason = _WRITE_HINTS.get(getattr(err, "errno", None))
+    if reason is None:
+        size_limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if size_limit != resource.RLIM_INFINITY:
+            reason = f"the file size limit (ulimit -f) is {size_limit} bytes"
+    try:
+        free = shutil.disk_usage(output.parent).free / 2**20
+    except OSError:
+        free = None
+    if reason is None and free is not None and free < 100:
+        reason = "the disk is full"
+    space = f"; {free:.0f} MB free there" if free is not None else ""
+    return f" ({reason}{space})" if reason else f" ({space[2:]})" if space else ""
+
+
 def fit_cell_to_file(cell: Cell, output, data_path=None, log=print) -> Path:
-    return write_netcdf_atomic(fit_cell(cell, data_path, log), output)
+    return write_result(fit_cell(cell, data_path, log), output)

@@ -19,9 +19,18 @@ def figure_files(experiment):
     return out
 
 
+def path_id_of(wildcards):
+    return f"{wildcards.experiment}/cells/{wildcards.dataset}/{wildcards.method}/{wildcards.cell}"
+
+
 def cell_of(wildcards):
-    key = f"{wildcards.experiment}/cells/{wildcards.dataset}/{wildcards.method}/{wildcards.cell}"
+    key = path_id_of(wildcards)
     try:
         return CELLS[key]
     except KeyError:
         raise ValueError(f"no cell {key} in the configuration") from None
+
+
+def fit_resources(wildcards, attempt):
+    """mem_mb and runtime of a fit job, from the cell's settings and data (bnnsweep.jobsize)."""
+    return resources(cell_of(wildcards), attempt, grouped=path_id_of(wildcards) in GROUPS)

@@ -1,0 +1,69 @@
+"""Resume a sweep whose Snakemake was killed, without a manual ``--unlock``.
+
+Snakemake locks a working directory while it runs and removes the lock when it exits; a
+SIGKILL or a power loss leaves the lock behind and the next run refuses to start. The
+workflow therefore records which process holds the lock (``record_owner``, called once the
+lock is taken) and, when a new run starts, removes the lock only if that process is gone
+(``clear_stale_locks``): same host, and no process with that id and start time. A lock held
+by a live Snakemake, or by one on another host, is left alone, so two concurrent runs in one
+directory are still refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+OWNER_FILE = "bnnsweep_lock_owner.json"
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot) from /proc, or None if it is gone;
+    where /proc is missing, whether the id is in use at all."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            return None
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return "alive"
+
+
+def record_owner(snakemake_dir: str | Path = ".snakemake") -> None:
+    """Record this process as the holder of the working directory's Snakemake lock."""
+    path = Path(snakemake_dir) / OWNER_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_time(os.getpid())}
+    path.write_text(json.dumps(owner))
+
+
+def clear_stale_locks(snakemake_dir: str | Path = ".snakemake", log=print) -> bool:
+    """Remove the Snakemake locks of ``snakemake_dir`` if the run that took them has died.
+    Returns whether locks were removed."""
+    snakemake_dir = Path(snakemake_dir)
+    locks = sorted((snakemake_dir / "locks").glob("*.lock"))
+    owner_path = snakemake_dir / OWNER_FILE
+    if not locks or not owner_path.exists():
+        return False
+    try:
+        owner = json.loads(owner_path.read_text())
+        host, pid, start = owner["host"], int(owner["pid"]), owner["start"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if host != socket.gethostname() or _start_time(pid) in (start, "alive"):
+        return False
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+    owner_path.unlink(missing_ok=True)
+    log(f"bnnsweep: removed the Snakemake lock left by a run that was killed (pid {pid})")
+    return True
