@@ -320,7 +320,7 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
     result.traces.update(
         {
             "bound": (("iteration",), best.trace),
-            "restart_bound": (("restart", "iteration"), padded),
+            "restart_bound": (("restart", "restart_iteration"), padded),
             "alpha_mean": (("group",), best.hyper.alpha_mean),
             "retained_input": (("retained_input",), best.inputs),
             "restart_converged": (
