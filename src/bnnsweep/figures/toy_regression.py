@@ -163,5 +163,5 @@ def toy_regression(ds: xr.Dataset) -> Figure:
                     handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small"
                 )
                 break
-        fig.suptitle("Predictive mean and ±2 s.d. band")
+        fig.suptitle(f"Predictive mean, ±{BAND_SD:g} s.d. band and posterior function draws")
     return fig
