@@ -105,14 +105,18 @@ class ClassifierPosterior:
         u = -log_z.reshape(B, N).sum(axis=1) + 0.5 * np.sum(w * w, axis=1) / var
         return u, -grad + w / var
 
-    def class_probs(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Class probabilities averaged over the weight vectors w (B, W), shape (T, C)."""
-        nu = self.outputs(w, x)
-        if self.settings.likelihood == "probit":
-            probs = lik.probit_probs(nu, np.zeros_like(nu))
-        else:
-            probs = softmax(nu, axis=-1)
-        return probs.mean(axis=0)
+    def class_probs(self, w: np.ndarray, x: np.ndarray, chunk: int = 100) -> np.ndarray:
+        """Class probabilities averaged over the weight vectors w (B, W), shape (T, C),
+        accumulated over chunks of weight vectors to bound memory."""
+        total = 0.0
+        for start in range(0, len(w), chunk):
+            nu = self.outputs(w[start : start + chunk], x)
+            if self.settings.likelihood == "probit":
+                probs = lik.probit_probs(nu, np.zeros_like(nu))
+            else:
+                probs = softmax(nu, axis=-1)
+            total = total + probs.sum(axis=0)
+        return total / len(w)
 
 
 def _result(post: ClassifierPosterior, w: np.ndarray, n_evals: int) -> FitResult:
