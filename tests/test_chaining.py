@@ -176,3 +176,35 @@ def test_schedules():
     assert len(schedule("geometric30")) == 31
     with pytest.raises(ValueError, match="unknown schedule 'cubic'"):
         schedule("cubic")
+
+
+def test_reference_energy_gradient_and_optimised_starts():
+    from bnnsweep import datasets
+
+    split = datasets.load("toy_sine").split("default")
+    roles = ("input_hidden", "hidden_bias", "hidden_output", "output_bias")
+    settings = get_method("chaining").settings(
+        {
+            "hidden": 3,
+            "activation": "tanh",
+            "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in roles},
+            "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
+        }
+    )
+    objective, noise = settings.build(split)
+    model = MarginalModel(objective, noise)
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(2, objective.network.n_weights))
+    value, grad = model.prior_energy_and_grad(w)
+    np.testing.assert_allclose(value, model.prior_energy(w), rtol=1e-12)
+    for i in range(w.shape[1]):
+        e = np.zeros_like(w)
+        e[:, i] = 1e-6
+        fd = (model.prior_energy(w + e) - model.prior_energy(w - e)) / 2e-6
+        np.testing.assert_allclose(grad[:, i], fd, rtol=1e-6, atol=1e-8)
+    lams = np.array([0.01, 1.0])
+    w0, alpha, n_evals = model.optimised_start_points(lams, rng, restarts=2, max_iter=500)
+    assert alpha.shape == (2, objective.prior.n_groups) and n_evals > 0
+    for lam, wi in zip(lams, w0, strict=True):
+        g = lam * model.phi(wi[None])[1] + model.prior_energy_and_grad(wi[None])[1]
+        assert np.abs(g).max() < 1e-3  # a stationary point of E(lambda, w)

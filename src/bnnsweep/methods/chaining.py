@@ -46,6 +46,9 @@ class ChainingSettings(ModelSettings):
     ais_particles: int = 32
     ais_leapfrog: int = 10
     ais_substeps: int = 100
+    start: str = "optimised"
+    start_restarts: int = 8
+    start_iter: int = 1000
     estimator: str = "ratio"
     predictive_samples: int = 200
 
@@ -60,6 +63,9 @@ class ChainingSettings(ModelSettings):
         check_positive("ais_particles", self.ais_particles, allow_zero=True)
         check_sampler_fractions(self.target_accept, self.persistence)
         check_choice("estimator", self.estimator, ("ratio", "ti", "ais"))
+        check_choice("start", self.start, ("optimised", "prior"))
+        check_positive("start_restarts", self.start_restarts)
+        check_positive("start_iter", self.start_iter)
         from ..models.priors import HYPERPRIOR_ROLES, GammaPrior
 
         used = ("weights",) if self.prior == "single" else HYPERPRIOR_ROLES[1:]
@@ -90,6 +96,9 @@ class ChainingSettings(ModelSettings):
             ais_particles=self.ais_particles,
             ais_leapfrog=self.ais_leapfrog,
             ais_substeps=self.ais_substeps,
+            start=self.start,
+            start_restarts=self.start_restarts,
+            start_iter=self.start_iter,
         )
 
 

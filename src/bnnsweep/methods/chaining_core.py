@@ -34,6 +34,9 @@ class ChainProtocol:
     persistence: float = 0.0
     phi_chunk: int = 256
     ramp_fraction: float = 0.5
+    start: str = "prior"  # or "optimised": chains start at minima of their own E(lambda, w)
+    start_restarts: int = 8
+    start_iter: int = 1000
 
 
 @dataclass
@@ -93,11 +96,16 @@ def run_chain(
     phi_ref = _phi_chunked(target, w_ref, proto.phi_chunk).reshape(C, S)
     # lambda_1..lambda_K: one batch of K * C chains, started from reference draws
     lam = np.repeat(lambdas[1:], C)
-    w0, theta0 = (
-        target.start_points(K * C, rng)
-        if hasattr(target, "start_points")
-        else target.sample_prior(K * C, rng)
-    )
+    n_start = 0
+    optimised = proto.start == "optimised" and hasattr(target, "optimised_start_points")
+    if optimised:
+        w0, theta0, n_start = target.optimised_start_points(
+            lam, rng, proto.start_restarts, proto.start_iter
+        )
+    elif hasattr(target, "start_points"):
+        w0, theta0 = target.start_points(K * C, rng)
+    else:
+        w0, theta0 = target.sample_prior(K * C, rng)
     ramp = max(1, int(proto.ramp_fraction * proto.burn_in))
 
     def burn_energy(it):
@@ -119,7 +127,8 @@ def run_chain(
         persistence=proto.persistence,
         target_accept=proto.target_accept,
         log=log,
-        burn_energy=burn_energy if proto.ramp_fraction > 0 else None,
+        # chains started at their own modes need no annealing from the reference
+        burn_energy=burn_energy if proto.ramp_fraction > 0 and not optimised else None,
     )
     phi_links = _phi_chunked(target, result.samples, proto.phi_chunk)  # (S, K*C)
     phi_links = phi_links.T.reshape(K, C, S)
@@ -153,7 +162,7 @@ def run_chain(
         log_z_ais_se=ais_se,
         ais_ess=ais_ess,
         posterior_samples=result.samples[:, -C:, :].reshape(-1, result.samples.shape[-1]),
-        n_grad_evals=result.n_grad_evals + n_grad_ais,
+        n_grad_evals=result.n_grad_evals + n_grad_ais + n_start,
     )
 
 
