@@ -8,6 +8,7 @@ draws from the normalised reference ``sample_prior(n, rng) -> (w, theta)``.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,7 @@ class ChainResult:
     ais_ess: float
     posterior_samples: np.ndarray  # (C * S, W) at lambda = 1
     n_grad_evals: int
+    start_seconds: float  # wall time spent placing the chains' starting points
 
 
 def _phi_chunked(target, w: np.ndarray, chunk: int) -> np.ndarray:
@@ -96,7 +98,7 @@ def run_chain(
     phi_ref = _phi_chunked(target, w_ref, proto.phi_chunk).reshape(C, S)
     # lambda_1..lambda_K: one batch of K * C chains, started from reference draws
     lam = np.repeat(lambdas[1:], C)
-    n_start = 0
+    n_start, started = 0, time.perf_counter()
     optimised = proto.start == "optimised" and hasattr(target, "optimised_start_points")
     if optimised:
         w0, theta0, n_start = target.optimised_start_points(
@@ -106,6 +108,7 @@ def run_chain(
         w0, theta0 = target.start_points(K * C, rng)
     else:
         w0, theta0 = target.sample_prior(K * C, rng)
+    start_seconds = time.perf_counter() - started
     ramp = max(1, int(proto.ramp_fraction * proto.burn_in))
 
     def burn_energy(it):
@@ -163,6 +166,7 @@ def run_chain(
         ais_ess=ais_ess,
         posterior_samples=result.samples[:, -C:, :].reshape(-1, result.samples.shape[-1]),
         n_grad_evals=result.n_grad_evals + n_grad_ais + n_start,
+        start_seconds=start_seconds,
     )
 
 
