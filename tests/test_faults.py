@@ -1,0 +1,302 @@
+"""Faults: a sweep killed with SIGKILL (Snakemake and its jobs, the whole process group) at
+several points resumes with the same command, recomputes only unfinished cells and gives the
+results of an uninterrupted run; a job killed while writing leaves no file taken as
+complete; a full disk or an unwritable directory gives a clear error and no partial file."""
+
+import base64
+import errno
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xarray as xr
+
+from bnnsweep import results, runner
+from bnnsweep.compare import differing_variables
+from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, record_owner
+from bnnsweep.sweep import Cell
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.workflow
+CELL_GLOB = "results/smoke/cells/**/*.nc"
+
+
+def command(workdir: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "smoke.yaml"),
+        # what `snakemake` run from the repository picks up by itself (rerun-incomplete)
+        "--workflow-profile",
+        str(ROOT / "workflow" / "profiles" / "default"),
+    ]
+
+
+def cell_files(workdir: Path) -> list[Path]:
+    """Finished cell files (temporary files of unfinished writes start with a dot)."""
+    return [p for p in workdir.glob(CELL_GLOB) if not p.name.startswith(".")]
+
+
+def marked_incomplete(workdir: Path) -> set[Path]:
+    """Outputs whose jobs Snakemake had started but not seen finish (.snakemake/incomplete,
+    file names are the base64 of the output path): a job killed after its file was renamed
+    into place but before Snakemake recorded it is one of them, and is rerun."""
+    marks = (workdir / ".snakemake" / "incomplete").glob("*")
+    names = [base64.urlsafe_b64decode(m.name + "=" * (-len(m.name) % 4)).decode() for m in marks]
+    return {workdir / name for name in names}
+
+
+def fresh(workdir: Path) -> Path:
+    workdir.mkdir(parents=True)
+    shutil.copy(ROOT / "config" / "smoke.yaml", workdir / "smoke.yaml")
+    return workdir
+
+
+def run(workdir: Path) -> None:
+    proc = subprocess.run(command(workdir), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from /proc), whatever its process group."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def run_and_kill(workdir: Path, ready, timeout: float = 300.0) -> None:
+    """Start the sweep in its own process group, wait until ``ready()``, then SIGKILL the
+    group and every descendant (jobs included), as a node failure or `kill -9` would."""
+    proc = subprocess.Popen(
+        command(workdir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the sweep finished before the kill point"
+    victims = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=30)
+
+
+def fits_run(workdir: Path) -> dict[str, int]:
+    """How often each cell's fit started (each start appends 'fitting' to its log)."""
+    logs = (workdir / "results" / "logs" / "smoke").glob("*/*/*.log")
+    return {f"{p.parent.name}/{p.stem}": p.read_text().count("fitting ") for p in logs}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    workdir = fresh(tmp_path_factory.mktemp("faults") / "reference")
+    run(workdir)
+    return workdir
+
+
+def _exists(workdir, pattern):
+    return lambda: any(workdir.glob(pattern))
+
+
+def _n_cells(workdir, n):
+    return lambda: len(cell_files(workdir)) >= n
+
+
+@pytest.mark.parametrize(
+    "point",
+    ["fit_log_started", "first_cell_written", "merged_written"],
+)
+def test_sigkill_then_same_command_resumes(reference, tmp_path, point):
+    workdir = fresh(tmp_path / point)
+    ready = {
+        "fit_log_started": _exists(workdir, "results/logs/smoke/*/*/*.log"),
+        "first_cell_written": _n_cells(workdir, 1),
+        "merged_written": _exists(workdir, "results/smoke/merged.nc"),
+    }[point]
+    run_and_kill(workdir, ready)
+    assert (workdir / ".snakemake" / "locks").is_dir() and any(
+        (workdir / ".snakemake" / "locks").iterdir()
+    ), "a killed Snakemake leaves its lock"
+    unfinished = marked_incomplete(workdir)
+    finished = {p: p.stat().st_mtime_ns for p in cell_files(workdir) if p not in unfinished}
+    runs_before = fits_run(workdir)
+
+    run(workdir)  # the same command again
+
+    for path, mtime in finished.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path.name} was recomputed"
+    runs_after = fits_run(workdir)
+    assert len(cell_files(workdir)) == len(runs_after) == 3
+    for path in finished:  # a finished cell's log was not touched either (a rerun resets it)
+        key = f"{path.parent.name}/{path.stem}"
+        assert runs_after[key] == runs_before[key] == 1, key
+    assert not list(workdir.glob("results/**/.*.tmp.nc")), "temporary files left behind"
+    for rel in [p.relative_to(reference) for p in cell_files(reference)] + [
+        Path("results/smoke/merged.nc")
+    ]:
+        assert differing_variables(workdir / rel, reference / rel) == [], rel
+
+
+def test_stale_lock_of_live_or_foreign_owner_is_kept(tmp_path):
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "0.input.lock").write_text("")
+    record_owner(tmp_path)  # this very process: alive
+    assert not clear_stale_locks(tmp_path, log=lambda m: None)
+    assert (locks / "0.input.lock").exists()
+    owner = (tmp_path / OWNER_FILE).read_text().replace('"host": "', '"host": "elsewhere-')
+    (tmp_path / OWNER_FILE).write_text(owner)
+    assert not clear_stale_locks(tmp_path, log=lambda m: None)
+    assert (locks / "0.input.lock").exists()
+
+
+# --- a job killed while writing ---------------------------------------------------------------
+
+DIE_WHILE_WRITING = """
+import os, signal, sys
+import xarray as xr
+write = xr.Dataset.to_netcdf
+def dying(self, path, *args, **kwargs):
+    write(self, path, *args, **kwargs)
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)  # half of the bytes are on disk
+    os.kill(os.getpid(), signal.SIGKILL)
+xr.Dataset.to_netcdf = dying
+from bnnsweep.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_job_killed_while_writing_leaves_nothing_complete(reference, tmp_path):
+    workdir = fresh(tmp_path / "killed_write")
+    shutil.copytree(reference / "results" / "data", workdir / "results" / "data")
+    out = workdir / "results/smoke/cells/toy_sine/map/h2_split-default_seed-0.nc"
+    args = [
+        "fit",
+        "--experiment",
+        "smoke",
+        "--dataset",
+        "toy_sine",
+        "--method",
+        "map",
+        "--hidden",
+        "2",
+        "--settings-json",
+        '{"activation": "erf", "max_iter": 200, "restarts": 2}',
+        "--data",
+        str(workdir / "results/data/toy_sine.nc"),
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.run([sys.executable, "-c", DIE_WHILE_WRITING, *args], capture_output=True)
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()
+    partial = list(out.parent.glob(f".{out.name}.*.tmp.nc"))
+    assert len(partial) == 1  # the half-written temporary file, under another name
+    dry = subprocess.run([*command(workdir), "-n"], capture_output=True, text=True, timeout=300)
+    assert out.name in dry.stdout  # Snakemake plans the cell again
+    run(workdir)
+    assert not partial[0].exists()  # the rerun removed the stale temporary file
+    rel = out.relative_to(workdir)
+    assert differing_variables(out, reference / rel) == []
+
+
+# --- full disk, unwritable directory ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """One cheap fit, shared by the write tests."""
+    settings = {"hidden": 2, "restarts": 1, "max_iter": 50}
+    cell = Cell("faults", "toy_sine", "default", "map", "map", 0, (("hidden", 2),), settings)
+    return runner.fit_cell(cell, log=lambda m: None)
+
+
+def test_full_disk_gives_clear_error_and_no_partial_file(fitted, tmp_path, monkeypatch):
+    written = []
+
+    def no_space(self, path, *args, **kwargs):
+        Path(path).write_bytes(b"\x89HDF partial")
+        written.append(path)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(xr.Dataset, "to_netcdf", no_space)
+    out = tmp_path / "cells" / "cell.nc"
+    with pytest.raises(runner.WriteError, match=r"cannot write .*cell\.nc \(the disk is full"):
+        runner.write_result(fitted, out)
+    assert written and not list(out.parent.iterdir())  # neither the file nor a temporary
+
+
+def _write_under_file_size_limit(path: str, limit: int) -> subprocess.CompletedProcess:
+    """``bnnsweep fit`` in a child whose files may not grow beyond ``limit`` bytes
+    (RLIMIT_FSIZE): writes then fail as they would on a full disk."""
+
+    def limit_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    args = ["fit", "--dataset", "toy_sine", "--method", "map", "--hidden", "2"]
+    args += ["--set", "restarts=1", "--set", "max_iter=20", "--output", path]
+    return subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_size,
+        timeout=300,
+    )
+
+
+def test_file_size_limit_in_a_real_process(tmp_path):
+    out = tmp_path / "cell.nc"
+    proc = _write_under_file_size_limit(str(out), 4096)
+    assert proc.returncode == 2, proc.stderr
+    assert "bnnsweep: error: cannot write" in proc.stderr and "Traceback" not in proc.stderr
+    assert "file size limit (ulimit -f) is 4096 bytes" in proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_unwritable_results_directory(fitted, tmp_path, monkeypatch):
+    cells = tmp_path / "results"
+    cells.mkdir()
+    cells.chmod(0o555)
+    out = cells / "cell.nc"
+    if os.geteuid() == 0:
+        # root writes through any mode bits, so the permission error a user would get is
+        # simulated at the point it would arise: creating the temporary file
+        def denied(*args, **kwargs):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(cells))
+
+        monkeypatch.setattr(results.tempfile, "mkstemp", denied)
+    with pytest.raises(runner.WriteError, match="directory is not writable"):
+        runner.write_result(fitted, out)
+    assert not list(cells.iterdir())
+    cells.chmod(0o755)
