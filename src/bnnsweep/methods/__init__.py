@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import adf, chaining, hmc, laplace, map_early_stopping, vi_gauss, vi_mixture
+from . import adf, chaining, exact, hmc, laplace, map_early_stopping, vi_gauss, vi_mixture
 from .base import FitResult, SettingsError, build_settings, suggest
 
 
@@ -153,6 +153,17 @@ register(
         ("hidden",),
         "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
         tasks=adf.point_estimate.accepted_tasks,
+    )
+)
+
+register(
+    Method(
+        "exact",
+        exact.ExactSettings,
+        exact.fit,
+        ("hidden",),
+        "Bayesian linear regression (hidden = 0): closed-form evidence with alpha and beta "
+        "integrated over their Gamma hyperpriors by quadrature, hyperposterior-mixture predictive",
     )
 )
 
