@@ -63,17 +63,23 @@ def test_same_seed_gives_identical_numbers():
     assert not np.array_equal(other.pred_mean, runs[0].pred_mean)
 
 
-@pytest.mark.parametrize("settings_class", [PBPSettings, EBPSettings])
-def test_batched_replicates_equal_separate_runs(settings_class):
+@pytest.mark.parametrize(
+    "settings_class,likelihood",
+    [(PBPSettings, "gaussian"), (EBPSettings, "gaussian"), (PBPSettings, "softmax")],
+)
+def test_batched_replicates_equal_separate_runs(settings_class, likelihood):
     """A replicate's numbers do not depend on its batch-mates (own stream, own data size)."""
-    splits = [_split("regression", 0), _split("regression", 1, n=45)]
-    settings = settings_class(hidden=6, layers=[6, 4], epochs=2)
+    task = LIKELIHOOD_TASKS[likelihood]
+    splits = [_split(task, 0), _split(task, 1, n=45)]
+    settings = settings_class(hidden=6, layers=[6, 4], epochs=2, likelihood=likelihood)
     quiet = {"log": lambda *_: None}
     batch = fit_many(splits, settings, [np.random.default_rng(s) for s in (1, 2)], **quiet)
     for k, (split, seed) in enumerate(zip(splits, (1, 2), strict=True)):
         alone = fit(split, settings, np.random.default_rng(seed), **quiet)
         np.testing.assert_allclose(batch[k].pred_mean, alone.pred_mean, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(batch[k].pred_var, alone.pred_var, rtol=1e-10, atol=1e-12)
+        if alone.class_probs is not None:
+            np.testing.assert_allclose(batch[k].class_probs, alone.class_probs, rtol=1e-10)
         assert batch[k].n_grad_evals == 2 * split.x_train.shape[0]
 
 

@@ -109,8 +109,9 @@ class ADF:
         )  # fmt: skip
 
     # ---- one observation per replicate --------------------------------------------------
-    def _log_z(self, nu, psi, y):
-        """ln Z and gradients for this step's observations (R, P)."""
+    def _log_z(self, nu, psi, y, active):
+        """ln Z and gradients for this step's observations (R, P); only active replicates
+        draw Monte Carlo samples, so a replicate's stream does not depend on its batch-mates."""
         name = self.likelihood
         if name == "gaussian":
             return lik.gaussian_log_z(nu, psi, y, self.state.noise_var)
@@ -120,7 +121,12 @@ class ADF:
             if self.settings.softmax_approximation == "bound":
                 return lik.softmax_bound_log_z(nu, psi, y)
             S, C = self.settings.mc_samples, nu.shape[-1]
-            eps = np.stack([rng.standard_normal((S, C)) for rng in self.rngs])
+            eps = np.stack(
+                [
+                    rng.standard_normal((S, C)) if a else np.zeros((S, C))
+                    for rng, a in zip(self.rngs, active, strict=True)
+                ]
+            )
             return lik.softmax_mc_log_z(nu, psi, y, eps)
         return lik.poisson_nb_log_z(nu, psi, y)
 
@@ -133,7 +139,7 @@ class ADF:
         nu, psi, cache = forward(st.means, st.variances, x, keep=True)
         nu, psi = nu[:, 0], psi[:, 0]
         with np.errstate(all="ignore"):
-            log_z, g_nu, g_psi = self._log_z(nu, psi, y)
+            log_z, g_nu, g_psi = self._log_z(nu, psi, y, active)
         finite = np.isfinite(log_z) & np.all(np.isfinite(g_nu) & np.isfinite(g_psi), axis=-1)
         st.rejected_points += active & ~finite
         use = (active & finite)[:, None]
@@ -252,10 +258,13 @@ class ADF:
             if s.trace_test:
                 for r in range(R):
                     trace_err[r, e], trace_ll[r, e] = self.test_scores(r, self.rngs[r])
-            self.log(
-                f"epoch {e + 1}/{s.epochs}: test error {np.nanmean(trace_err[:, e]):.4g}, "
-                f"test loglik {np.nanmean(trace_ll[:, e]):.4g} (mean over {R} replicates)"
+            scores = (
+                f": test error {np.mean(trace_err[:, e]):.4g}, test loglik "
+                f"{np.mean(trace_ll[:, e]):.4g} (mean over {R} replicates)"
+                if s.trace_test
+                else ""
             )
+            self.log(f"epoch {e + 1}/{s.epochs}{scores}")
         return [self._result(r, trace_err[r], trace_ll[r]) for r in range(R)]
 
     def _result(self, r: int, trace_err, trace_ll) -> FitResult:
