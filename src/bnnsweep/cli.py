@@ -48,6 +48,8 @@ def cmd_fit(args) -> int:
     from .runner import fit_cell_to_file
     from .sweep import Cell
 
+    if not 0 <= args.seed < 2**32:
+        raise ValueError(f"--seed must be a non-negative integer below 2^32, got {args.seed}")
     settings = json.loads(args.settings_json) if args.settings_json else {}
     settings.update(_parse_set(args.set or []))
     method = get_method(args.method)

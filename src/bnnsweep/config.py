@@ -49,6 +49,13 @@ def _path(error) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
+_AXIS_VALUES = {
+    "hidden": "a non-negative integer or a non-empty list of distinct ones",
+    "components": "a positive integer or a non-empty list of distinct ones",
+    "schedule": "a schedule name of lower-case letters, digits and _, or a non-empty list of distinct ones",
+}
+
+
 def _describe(error, sch: dict) -> str:
     where = _path(error)
     if error.validator == "additionalProperties":
@@ -60,9 +67,18 @@ def _describe(error, sch: dict) -> str:
     if error.validator == "required":
         return f"config {where}: {error.message}"
     if error.validator == "oneOf":
-        return f"config key {where!r}: {error.instance!r} is not a valid value (a non-negative integer or a non-empty list of them)"
+        axis = str(error.absolute_path[-1]) if error.absolute_path else ""
+        what = _AXIS_VALUES.get(axis, "a value or a non-empty list of distinct values")
+        return f"config key {where!r}: {error.instance!r} is not a valid value ({what})"
     if error.validator == "pattern":
-        return f"config key {where!r}: {error.instance!r} must match {error.validator_value} (lower-case letters, digits, _)"
+        letters = "letters" if "A-Z" in error.validator_value else "lower-case letters"
+        return f"config key {where!r}: {error.instance!r} must match {error.validator_value} ({letters}, digits, _)"
+    if error.validator == "enum":
+        valid = error.validator_value
+        return (
+            f"config key {where!r}: {error.instance!r} is not one of {', '.join(map(str, valid))}"
+            f"{suggest(error.instance, valid)}"
+        )
     return f"config key {where!r}: {error.message}"
 
 

@@ -3,12 +3,15 @@
 Layout: for each split ``s`` the variables ``x_train__s``, ``y_train__s``, ``x_test__s``,
 ``y_test__s``, ``y_mean__s`` and ``y_scale__s`` with dimensions of their own (``train__s``,
 ``test__s``, ``input__s``, ``output__s``); global attributes ``bnnsweep_format``,
-``dataset_name``, ``split_names`` (JSON list, in order) and ``metadata`` (JSON object).
-Variables are float64 with zlib compression and no fill value, so values come back exactly.
+``dataset_name``, ``split_names`` (JSON list, in order), ``metadata`` (JSON object) and
+``sha256`` (of every array, see :func:`checksum`), which :func:`load_netcdf` verifies when
+present (files prepared before it was introduced have none). Variables are float64 with zlib
+compression and no fill value, so values come back exactly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,6 +37,31 @@ def _dims(field: str, split: str) -> tuple[str, ...]:
     return rows, f"output__{split}"
 
 
+def checksum(splits: dict[str, Split]) -> str:
+    """SHA-256 over every split's arrays (name, shape and float64 little-endian bytes), in
+    split and field order."""
+    digest = hashlib.sha256()
+    for split_name, split in splits.items():
+        for field in _FIELDS:
+            values = np.ascontiguousarray(getattr(split, field), dtype="<f8")
+            digest.update(f"{field}__{split_name}{values.shape}".encode())
+            digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def _check_columns(split: Split) -> None:
+    """Output columns agree between train, test and the standardisation (Split itself checks
+    rows, input columns and finiteness)."""
+    outputs = split.y_train.shape[1]
+    for field in ("y_test", "y_mean", "y_scale"):
+        values = getattr(split, field)
+        if values.shape[-1] != outputs:
+            raise DatasetError(
+                f"split {split.name!r}: {field} has {values.shape[-1]} output columns, "
+                f"y_train has {outputs}"
+            )
+
+
 def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
     """Write ``dataset`` to ``path`` (temporary file in the same folder, then rename)."""
     path = Path(path)
@@ -53,6 +81,7 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
         "dataset_name": dataset.name,
         "split_names": json.dumps(list(dataset.splits)),
         "metadata": metadata,
+        "sha256": checksum(dataset.splits),
     }
     ds = xr.Dataset(data_vars, attrs=attrs)
     encoding = {name: {"zlib": True, "complevel": 4, "_FillValue": None} for name in data_vars}
@@ -86,6 +115,13 @@ def load_netcdf(path: str | Path) -> Dataset:
                     for field in _FIELDS
                 }
                 splits[split_name] = Split(split_name, **fields)
+                _check_columns(splits[split_name])
+            recorded = ds.attrs.get("sha256")
+            if recorded is not None and recorded != checksum(splits):
+                raise DatasetError(
+                    "checksum mismatch: the arrays differ from those written by "
+                    "`bnnsweep prepare` (sha256 attribute); prepare the file again"
+                )
     except DatasetError as exc:
         raise DatasetError(f"{path}: {exc}") from exc
     except (OSError, KeyError, ValueError) as exc:

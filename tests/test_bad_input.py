@@ -1,0 +1,298 @@
+"""Bad input fails early with a message that names the problem, never deep inside a fit.
+
+Complements tests/test_config.py (misspelled keys and settings, wrong setting types, unknown
+names with a close match, the fuzz of the loader) and tests/test_datasets.py (vendored raw
+files with NaN, wrong columns or checksum): here are the cases those leave out -- names
+without a close match, wrong types and empty or out-of-range axes, a setting of another
+method, misspelled enum values, corrupt prepared dataset files (what the fit rule reads)
+and path traversal through config names and Snakemake targets.
+"""
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from bnnsweep import datasets
+from bnnsweep.config import ConfigError, expand, validate
+from bnnsweep.datasets.base import DatasetError
+from bnnsweep.methods import REGISTRY, get_method
+from bnnsweep.methods.base import SettingsError
+from bnnsweep.runner import fit_cell_to_file
+from bnnsweep.sweep import Cell
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = {
+    "experiments": {
+        "exp": {
+            "datasets": ["toy_sine"],
+            "methods": {"laplace": {"hidden": [1, 2], "restarts": 2}, "map": {"hidden": 3}},
+        }
+    }
+}
+
+
+def config_error(mutate) -> str:
+    config = copy.deepcopy(BASE)
+    mutate(config)
+    with pytest.raises(ConfigError) as err:
+        expand(validate(config))
+    return str(err.value)
+
+
+def exp(mutate):
+    return lambda c: mutate(c["experiments"]["exp"])
+
+
+def laplace(**values):
+    return exp(lambda e: e["methods"]["laplace"].update(values))
+
+
+# --- unknown names: the message lists every valid name --------------------------------------
+
+
+def test_unknown_method_lists_valid_methods():
+    message = config_error(exp(lambda e: e["methods"].update(foo={"method": "qqqq"})))
+    assert "experiments.exp.methods.foo" in message and "unknown method 'qqqq'" in message
+    assert f"valid methods: {', '.join(sorted(REGISTRY))}" in message
+    with pytest.raises(SettingsError, match="valid methods: .*exact.*laplace"):
+        get_method("qqqq")
+
+
+def test_unknown_dataset_lists_valid_datasets():
+    message = config_error(exp(lambda e: e.update(datasets=["qqqq"])))
+    assert "unknown dataset 'qqqq'" in message
+    assert f"valid datasets: {', '.join(datasets.names())}" in message
+
+
+# --- wrong types, negative, empty or out-of-range axes ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (laplace(hidden="8"), "'experiments.exp.methods.laplace.hidden': '8' is not a valid value (a non-negative integer"),
+        (laplace(hidden=1.5), "'experiments.exp.methods.laplace.hidden': 1.5 is not a valid value"),
+        (laplace(hidden=True), "'experiments.exp.methods.laplace.hidden': True is not a valid value"),
+        (laplace(hidden=[2, 2]), "'experiments.exp.methods.laplace.hidden': [2, 2] is not a valid value"),
+        (exp(lambda e: e["methods"].update(vi_mixture={"components": 0})),
+         "'experiments.exp.methods.vi_mixture.components': 0 is not a valid value (a positive integer"),
+        (exp(lambda e: e["methods"].update(chaining={"schedule": 5})),
+         "'experiments.exp.methods.chaining.schedule': 5 is not a valid value (a schedule name"),
+        (exp(lambda e: e.update(seeds="a")), "'experiments.exp.seeds': 'a' is not of type 'array'"),
+        (exp(lambda e: e.update(seeds=[])), "'experiments.exp.seeds': [] should be non-empty"),
+        (exp(lambda e: e.update(seeds=[1.5])), "'experiments.exp.seeds.0': 1.5 is not of type 'integer'"),
+        (exp(lambda e: e.update(seeds=[2**40])), "'experiments.exp.seeds.0': 1099511627776 is greater than"),
+        (exp(lambda e: e.update(datasets="toy_sine")), "'experiments.exp.datasets': 'toy_sine' is not of type 'array'"),
+        (exp(lambda e: e.update(datasets=[])), "'experiments.exp.datasets': [] should be non-empty"),
+        (exp(lambda e: e.update(splits=3)), "'experiments.exp.splits': 3 is not of type 'array'"),
+        (exp(lambda e: e.update(methods={})), "'experiments.exp.methods': {} should be non-empty"),
+        (exp(lambda e: e.update(methods=["laplace"])), "'experiments.exp.methods': ['laplace'] is not of type 'object'"),
+        (exp(lambda e: e["methods"].update(laplace=None)), "'experiments.exp.methods.laplace': None is not of type 'object'"),
+        (lambda c: c.update(experiments={}), "'experiments': {} should be non-empty"),
+        (lambda c: c.update(results_dir=5), "'results_dir': 5 is not of type 'string'"),
+        (lambda c: c.update(grouping={"mode": "group", "short_minutes": -1}), "'grouping.short_minutes': -1"),
+        (laplace(restarts=0), "setting 'restarts' must be > 0, got 0"),
+        (laplace(tol="small"), "setting 'tol' must be a number, got 'small'"),
+        (laplace(hyperpriors=[1]), "setting 'hyperpriors' must be a mapping"),
+        (laplace(hyperpriors={"input_hidden": {"shape": -1, "rate": 1}}), "'hyperpriors.input_hidden': Gamma hyperprior needs shape > 0"),
+        (laplace(noise_hyperprior={"shape": 1}), "'noise_hyperprior' needs either shape and rate, or mean and s"),
+    ],
+)  # fmt: skip
+def test_wrong_type_or_range_names_the_key(mutate, message):
+    assert message in config_error(mutate)
+
+
+def test_cli_refuses_a_seed_the_result_files_cannot_hold(tmp_path):
+    from bnnsweep.cli import main
+
+    out = tmp_path / "cell.nc"
+    args = ["fit", "--dataset", "toy_sine", "--method", "exact", "--output", str(out)]
+    assert main([*args, "--seed", str(2**70)]) == 2
+    assert not out.exists()
+
+
+# --- a setting of another method -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, key, value",
+    [("laplace", "samples", 100), ("laplace", "components", 2), ("exact", "restarts", 3),
+     ("map", "schedule", "geometric5")],
+)  # fmt: skip
+def test_setting_of_another_method_is_refused(method, key, value):
+    message = config_error(exp(lambda e: e["methods"].update({method: {key: value}})))
+    assert f"experiments.exp.methods.{method}" in message
+    assert f"unknown setting {key!r}" in message or f"has no axis {key!r}" in message
+    if "unknown setting" in message:  # the valid settings of this method are listed
+        assert f"valid settings: {', '.join(sorted(get_method(method).defaults()))}" in message
+
+
+# --- misspelled enum values suggest the right one --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (exp(lambda e: e.update(figures=["error_tabel"])),
+         "'experiments.exp.figures.0': 'error_tabel' is not one of occam_hill"),
+        (exp(lambda e: e.update(figures=["error_tabel"])), "(did you mean 'error_table'?)"),
+        (lambda c: c.update(grouping={"mode": "gruop"}), "(did you mean 'group'?)"),
+        (laplace(activation="tahn"), "(did you mean 'tanh'?)"),
+        (laplace(prior="groupd"), "(did you mean 'grouped'?)"),
+        (laplace(evidence="ful"), "(did you mean 'full'?)"),
+        (laplace(hyperpriors={"input_hiden": {"shape": 1, "rate": 1}}), "(did you mean 'input_hidden'?)"),
+    ],
+)  # fmt: skip
+def test_misspelled_enum_value_suggests(mutate, message):
+    assert message in config_error(mutate)
+
+
+def test_misspelled_schedule_lists_the_valid_forms():
+    proper = {
+        r: {"shape": 1.0, "rate": 1.0}
+        for r in ("input_hidden", "hidden_bias", "hidden_output", "output_bias")
+    }
+    entry = {
+        "schedule": "geometrik5",
+        "hyperpriors": proper,
+        "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
+    }
+    message = config_error(exp(lambda e: e["methods"].update(chaining=entry)))
+    assert "unknown schedule 'geometrik5'" in message and "geometricK" in message  # fmt: skip
+
+
+# --- prepared dataset files (bnnsweep prepare, read by the fit rule) -------------------------
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "toy_sine.nc"
+    datasets.save_netcdf(datasets.load("toy_sine"), path)
+    return path
+
+
+def rewritten(prepared, tmp_path, change) -> Path:
+    """A copy of the prepared file with ``change(ds)`` applied, attributes kept."""
+    ds = xr.load_dataset(prepared, engine="netcdf4", mask_and_scale=False)
+    ds = change(ds) or ds
+    out = tmp_path / "toy_sine.nc"
+    encoding = {name: {"_FillValue": None} for name in ds.data_vars}
+    ds.to_netcdf(out, engine="netcdf4", encoding=encoding)
+    return out
+
+
+def set_value(name, index, value):
+    def change(ds):
+        values = ds[name].values.copy()
+        values[index] = value
+        ds[name] = (ds[name].dims, values)
+
+    return change
+
+
+def extra_output_column(ds):
+    values = ds["y_test__default"].values
+    ds["y_test__default"] = (("test__default", "output2"), np.column_stack([values, values]))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (set_value("x_train__default", (3, 0), np.nan), "x_train contains NaN or inf"),
+        (set_value("y_test__default", (0, 0), np.inf), "y_test contains NaN or inf"),
+        (set_value("y_train__default", (5, 0), 0.123), "checksum mismatch"),
+        (extra_output_column, "y_test has 2 output columns, y_train has 1"),
+    ],
+)
+def test_corrupt_prepared_file_is_refused_with_its_name(prepared, tmp_path, change, message):
+    bad = rewritten(prepared, tmp_path, change)
+    with pytest.raises(DatasetError) as err:
+        datasets.load_netcdf(bad)
+    assert str(bad) in str(err.value) and message in str(err.value)
+    # the fit of a cell on it stops before fitting and writes nothing
+    cell = Cell("t", "toy_sine", "default", "exact", "exact", 0, (), {})
+    out = tmp_path / "cell.nc"
+    with pytest.raises(DatasetError, match=message):
+        fit_cell_to_file(cell, out, data_path=bad, log=lambda *_: None)
+    assert not out.exists()
+
+
+def test_prepared_file_carries_a_checksum_and_older_files_still_load(prepared, tmp_path):
+    with xr.open_dataset(prepared) as ds:
+        assert len(ds.attrs["sha256"]) == 64
+    unchanged = rewritten(prepared, tmp_path, lambda ds: None)
+    assert datasets.load_netcdf(unchanged).split("default").x_train.shape == (30, 1)
+    older = rewritten(prepared, tmp_path, lambda ds: ds.attrs.pop("sha256") and None)
+    assert datasets.load_netcdf(older).name == "toy_sine"
+
+
+def test_cli_fit_on_a_corrupt_prepared_file_gives_a_one_line_error(prepared, tmp_path):
+    bad = rewritten(prepared, tmp_path, set_value("x_test__default", (0, 0), np.nan))
+    out = tmp_path / "cell.nc"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", "fit", "--dataset", "toy_sine", "--method", "exact",
+         "--data", str(bad), "--output", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"bnnsweep: error: {bad}: split 'default': x_test contains NaN")
+    assert not out.exists()
+
+
+# --- path traversal: impossible by construction ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda c: c["experiments"].update({"../x": c["experiments"]["exp"]}), "'experiments'"),
+        (exp(lambda e: e["methods"].update({"../x": {"method": "map"}})), "'experiments.exp.methods'"),
+        (exp(lambda e: e["methods"].update(x={"method": "../map"})), "'experiments.exp.methods.x.method'"),
+        (exp(lambda e: e.update(datasets=["../../etc"])), "'experiments.exp.datasets.0'"),
+        (exp(lambda e: e.update(splits=["../x"])), "'experiments.exp.splits.0'"),
+        (exp(lambda e: e.update(splits=["a/b"])), "'experiments.exp.splits.0'"),
+        (exp(lambda e: e["methods"].update(chaining={"schedule": "../x"})), "'experiments.exp.methods.chaining.schedule'"),
+    ],
+)  # fmt: skip
+def test_config_names_cannot_hold_path_separators(mutate, key):
+    message = config_error(mutate)
+    assert f"config key {key}" in message
+    assert "must match" in message or "is not a valid value" in message
+
+
+@pytest.mark.workflow
+def test_snakemake_targets_outside_the_sweep_are_refused(tmp_path):
+    """Targets with '..' (or naming no configured cell) match no rule, so nothing is written;
+    the wildcard constraints of the Snakefile admit no '.' or '/' in a wildcard."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    config = workdir / "config.yaml"
+    config.write_text(yaml.safe_dump({"experiments": {"exp": {"datasets": ["toy_sine"], "methods": {"exact": {"hidden": 0}}}}}))  # fmt: skip
+    targets = {
+        "results/../escaped.nc": "No rule to produce",
+        "results/data/../../../escaped.nc": "No rule to produce",
+        "results/exp/cells/toy_sine/exact/h0_split-default_seed-0/../../../../../../escaped.nc":
+            "No rule to produce",
+        "results/exp/cells/toy_sine/exact/h0_split-default_seed-7.nc": "no cell exp/cells/toy_sine/exact/h0_split-default_seed-7",
+        "results/data/qqqq.nc": "Error in rule prepare_data",
+    }  # fmt: skip
+    before = sorted(os.listdir(tmp_path))
+    for target, message in targets.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+             "--directory", str(workdir), "--configfile", str(config), "--cores", "1", target],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0, target
+        assert message in output, f"{target}:\n{output[-2000:]}"
+    assert sorted(os.listdir(tmp_path)) == before
+    written = [p for p in workdir.rglob("*") if p.is_file() and ".snakemake" not in p.parts]
+    assert [p.name for p in written if p.suffix == ".nc" and p.parent.name != "data"] == []
