@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bnnsweep import datasets
 from bnnsweep.config import ConfigError, expand, validate
@@ -296,3 +298,32 @@ def test_snakemake_targets_outside_the_sweep_are_refused(tmp_path):
     assert sorted(os.listdir(tmp_path)) == before
     written = [p for p in workdir.rglob("*") if p.is_file() and ".snakemake" not in p.parts]
     assert [p.name for p in written if p.suffix == ".nc" and p.parent.name != "data"] == []
+
+
+# --- fuzz of method settings (test_config.py fuzzes the document structure) ------------------
+
+setting_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=True) | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=2) | st.dictionaries(st.text(max_size=6), children, max_size=2),
+    max_leaves=6,
+)  # fmt: skip
+
+
+@st.composite
+def method_entries(draw):
+    """A registered method with a few of its real setting names given random values."""
+    name = draw(st.sampled_from(sorted(REGISTRY)))
+    keys = sorted(get_method(name).defaults())
+    chosen = draw(st.lists(st.sampled_from(keys), max_size=3, unique=True))
+    return name, {k: draw(setting_values) for k in chosen}
+
+
+@settings(max_examples=150, deadline=None)
+@given(method_entries())
+def test_fuzzed_method_settings_validate_or_fail_cleanly(entry):
+    name, values = entry
+    config = {"experiments": {"exp": {"datasets": ["toy_sine"], "methods": {name: values}}}}
+    try:
+        expand(validate(config))
+    except ConfigError:
+        pass
