@@ -147,7 +147,11 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
     n_kept = settings.samples * settings.chains_per_link
     bad_links = np.flatnonzero(chain.divergent > 0.1 * n_kept)
     if bad_links.size:
-        result.flag("diverged", f"over 10% divergent trajectories at link(s) {bad_links.tolist()}")
+        # divergent trajectories are rejected by the Metropolis test, so the chains and the
+        # ratios stay valid but mix poorly there: the estimate is kept and marked, not discarded
+        result.flag(
+            "not_converged", f"over 10% divergent trajectories at link(s) {bad_links.tolist()}"
+        )
     if settings.estimator == "ais" and chain.ais_ess < MIN_AIS_ESS:
         result.flag(
             "not_converged",
