@@ -32,6 +32,8 @@ from pathlib import Path
 import xarray as xr
 import yaml
 
+from bnnsweep.workflow_run import snakemake_command
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "bench_dag.json"
 EXPERIMENT = "bench"
@@ -54,18 +56,7 @@ def generated_config(n_cells: int) -> dict:
 
 def snakemake(workdir: Path, config: Path, *extra: str) -> float:
     """Run Snakemake on the project's Snakefile in ``workdir``; returns the wall seconds."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config),
-        *extra,
-    ]
+    cmd = snakemake_command(ROOT, workdir, config, *extra)
     env = {
         **os.environ,
         "OPENBLAS_NUM_THREADS": "1",

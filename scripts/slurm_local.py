@@ -248,18 +248,9 @@ class LocalSlurm:
 
 
 def snakemake_command(workdir: Path, config: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config),
-        *extra,
-    ]
+    from bnnsweep.workflow_run import snakemake_command as command
+
+    return command(ROOT, workdir, config, *extra)
 
 
 def run_sweep(workdir: Path, profile: str, *extra: str, env: dict | None = None, log=print) -> str:

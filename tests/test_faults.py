@@ -21,6 +21,7 @@ from bnnsweep import results, runner
 from bnnsweep.compare import differing_variables
 from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, record_owner
 from bnnsweep.sweep import Cell
+from bnnsweep.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
@@ -28,22 +29,16 @@ CELL_GLOB = "results/smoke/cells/**/*.nc"
 
 
 def command(workdir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
+    return snakemake_command(
+        ROOT,
+        workdir,
+        workdir / "smoke.yaml",
         "--cores",
         "2",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "smoke.yaml"),
         # what `snakemake` run from the repository picks up by itself (rerun-incomplete)
         "--workflow-profile",
         str(ROOT / "workflow" / "profiles" / "default"),
-    ]
+    )
 
 
 def cell_files(workdir: Path) -> list[Path]:

@@ -12,25 +12,14 @@ import xarray as xr
 import yaml
 
 from bnnsweep.results import hypercube
+from bnnsweep.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 pytestmark = pytest.mark.workflow
 
 
 def snakemake(workdir, config, *extra, check=True):
-    cmd = [
-        *SNAKEMAKE,
-        "--cores",
-        "2",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        *extra,
-        "--configfile",
-        str(config),
-    ]
+    cmd = snakemake_command(ROOT, workdir, config, "--cores", "2", *extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
