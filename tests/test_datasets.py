@@ -47,8 +47,11 @@ OTHER_SHAPES = {
     "sunspots": [("default", (209, 12), (209, 1), (59, 12), (59, 1))],
     "tecator": [("default", (172, 10), (172, 1), (43, 10), (43, 1))],
     "boston_housing_128": [(str(i), (128, 13), (128, 1), (378, 13), (378, 1)) for i in range(5)],
-    "toy_sine_nrd": [(f"n{n}r{k}", (n, 1), (n, 1), (201, 1), (201, 1))
-                     for n in (5, 10, 25, 50, 100, 200) for k in range(10)],  # fmt: skip
+    "toy_sine_nrd": [
+        (f"n{n}r{k}", (n, 1), (n, 1), (201, 1), (201, 1))
+        for n in (5, 10, 25, 50, 100, 200)
+        for k in range(10)
+    ],  # fmt: skip
 }
 # classification and count sets of the ADF methods (tested in test_adf_datasets.py)
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",

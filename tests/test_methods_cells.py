@@ -27,7 +27,10 @@ TINY = {
     "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
 }  # fmt: skip
-DATASET = {"relu_map": "toy_two_class", "relu_hmc": "toy_two_class"}  # classifiers need class labels
+DATASET = {
+    "relu_map": "toy_two_class",
+    "relu_hmc": "toy_two_class",
+}  # classifiers need class labels
 
 
 @pytest.mark.parametrize("method", sorted(REGISTRY))
