@@ -125,17 +125,23 @@ def _metadata(spec: UCISpec) -> dict:
     }
 
 
-def _load_uci(spec: UCISpec) -> dict[str, Split]:
+def _standardised_splits(spec: UCISpec, indices) -> dict[str, Split]:
+    """Splits ``"0", "1", ...`` of ``spec``'s table for ``(train, test)`` row index pairs
+    returned by ``indices(n_rows)``, standardised with each split's training statistics."""
     data = load_arrays(spec.key)["data"]
     x_all = data[:, list(spec.features)]
     y_all = data[:, [spec.target]]
     splits = {}
-    for i, (train, test) in enumerate(uci_split_indices(len(data), spec.n_splits)):
+    for i, (train, test) in enumerate(indices(len(data))):
         x_train, _, _, (x_test,) = standardise(x_all[train], x_all[test])
         y_train, y_mean, y_scale, (y_test,) = standardise(y_all[train], y_all[test])
         name = str(i)
         splits[name] = Split(name, x_train, y_train, x_test, y_test, y_mean, y_scale)
     return splits
+
+
+def _load_uci(spec: UCISpec) -> dict[str, Split]:
+    return _standardised_splits(spec, lambda n: uci_split_indices(n, spec.n_splits))
 
 
 def uci_spec(name: str) -> UCISpec:
@@ -177,16 +183,7 @@ def small_split_indices(n: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _load_boston_128() -> dict[str, Split]:
-    spec = _SPECS_BY_NAME["boston_housing"]
-    data = load_arrays(spec.key)["data"]
-    x_all = data[:, list(spec.features)]
-    y_all = data[:, [spec.target]]
-    splits = {}
-    for i, (train, test) in enumerate(small_split_indices(len(data))):
-        x_train, _, _, (x_test,) = standardise(x_all[train], x_all[test])
-        y_train, y_mean, y_scale, (y_test,) = standardise(y_all[train], y_all[test])
-        splits[str(i)] = Split(str(i), x_train, y_train, x_test, y_test, y_mean, y_scale)
-    return splits
+    return _standardised_splits(_SPECS_BY_NAME["boston_housing"], small_split_indices)
 
 
 _boston = _metadata(_SPECS_BY_NAME["boston_housing"])

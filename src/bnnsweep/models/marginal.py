@@ -104,14 +104,17 @@ class MarginalModel:
             n_evals += evals
             if value < best_value:
                 best, best_value = w, value
-        w0 = np.empty((len(lams), best.size))
-        for i, lam in enumerate(lams):
+        # one minimisation per distinct lambda: chains of the same link share their start
+        distinct, which = np.unique(lams, return_inverse=True)
+        starts = np.empty((len(distinct), best.size))
+        for k, lam in enumerate(distinct):
             if lam == top:
-                w0[i] = best
+                starts[k] = best
                 continue
             w, value, evals = self.tempered_minimum(float(lam), best, max_iter)
             n_evals += evals
-            w0[i] = w if np.isfinite(value) else best
+            starts[k] = w if np.isfinite(value) else best
+        w0 = starts[which]
         return w0, self.gibbs_alpha(w0, None, rng), n_evals
 
     def tempered_energy(self, lam: np.ndarray):
