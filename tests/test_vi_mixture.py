@@ -130,6 +130,8 @@ def test_mixture_bound_against_the_one_component_bound(mixing):
     assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
     d = result.diagnostics
     assert d["mutual_information"] <= d["mutual_information_limit"] + 1e-12 <= np.log(M) + 1e-12
+    # L = sum_m Q(m) L_m + I* with I* <= ln M, so no component's own bound lies ln M below L
+    assert result.log_evidence <= d["best_component_bound"] + np.log(M) + 1e-9
     means, variances = result.members["component"]
     assert means.shape == (M, 6, 1) and np.all(variances > 0)
     assert result.log_evidence_kind == "lower_bound"

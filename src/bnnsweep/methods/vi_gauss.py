@@ -42,7 +42,8 @@ class VariationalSettings(ModelSettings):
     restarts: int = 5
     outer_iter: int = 200
     max_iter: int = 500
-    tol: float = 1e-7
+    tol: float = 1e-10
+    outer_tol: float = 1e-7
     alpha_init: float = 0.3
     beta_init: float = 200.0
     init_scale: float = 1.0
@@ -68,7 +69,7 @@ class VariationalSettings(ModelSettings):
         check_choice("hyper", self.hyper, ("gamma", "fixed"))
         for key in ("restarts", "outer_iter", "max_iter"):
             check_positive(key, getattr(self, key))
-        for key in ("tol", "alpha_init", "beta_init", "init_scale", "init_sd"):
+        for key in ("tol", "outer_tol", "alpha_init", "beta_init", "init_scale", "init_sd"):
             check_positive(key, getattr(self, key))
 
 
@@ -164,10 +165,18 @@ class GaussianFit:
     start_bound: float = float("nan")  # bound of the diagonal fit a full/fa fit started from
 
 
+def bound_settled(trace: list[float], outer_tol: float) -> bool:
+    """True when the last outer iteration changed the bound by less than outer_tol (1 + |L|)."""
+    return len(trace) > 1 and abs(trace[-1] - trace[-2]) < outer_tol * (1.0 + abs(trace[-1]))
+
+
 def fit_gaussian(bound: GaussianBound, theta: np.ndarray, hyper: HyperPosterior, outer_iter: int,
-                 max_iter: int, tol: float, log=print) -> GaussianFit:  # fmt: skip
-    """Alternate the q(w) optimisation with the Gamma updates until the bound changes by less
-    than ``tol`` (1 + |L|) (paper 002 sec. 2.1; thesis sec. 5.4)."""
+                 max_iter: int, tol: float, log=print, outer_tol: float | None = None,
+                 ) -> GaussianFit:  # fmt: skip
+    """Alternate the q(w) optimisation (L-BFGS, relative tolerance ``tol`` on the bound) with
+    the Gamma updates until the bound changes by less than ``outer_tol`` (1 + |L|) (default
+    ``tol``) in one outer iteration (paper 002 sec. 2.1; thesis sec. 5.4)."""
+    outer_tol = tol if outer_tol is None else outer_tol
     trace, n_evals, converged = [], 0, False
     for it in range(outer_iter):
         theta, _, evals, message = bound.maximise(theta, hyper, max_iter, tol)
@@ -178,7 +187,7 @@ def fit_gaussian(bound: GaussianBound, theta: np.ndarray, hyper: HyperPosterior,
         value = hyper.bound(e_d, second, bound.family.entropy(theta)[0])
         trace.append(value)
         log(f"  outer {it + 1}: bound={value:.6f} beta={hyper.beta_mean:.4g} ({message})")
-        if hyper.fixed or (it > 0 and abs(trace[-1] - trace[-2]) < tol * (1.0 + abs(value))):
+        if hyper.fixed or bound_settled(trace, outer_tol):
             converged = True  # with fixed hyperparameters one q(w) optimisation is the fit
             break
     return GaussianFit(theta, hyper, trace[-1], np.array(trace), converged, n_evals)
@@ -195,7 +204,7 @@ def learn_structure(bound: GaussianBound, theta, hyper: HyperPosterior, settings
         return GaussianBound(c.objective, c.family, bound.g2)
 
     trace, n_evals, converged = [], 0, False
-    for it in range(settings.outer_iter):
+    for _ in range(settings.outer_iter):
         step = fit_gaussian(make(cand), cand.theta, cand.hyper, 1, settings.max_iter,
                             settings.tol, log)  # fmt: skip
         cand.theta, value, n_evals = step.theta, step.bound, n_evals + step.n_evals
@@ -209,11 +218,7 @@ def learn_structure(bound: GaussianBound, theta, hyper: HyperPosterior, settings
                     f"  removed a {layer} node: {net.n_inputs}x{net.n_hidden}x{net.n_outputs}, bound={value:.6f}"
                 )
         trace.append(value)
-        if (
-            not removed
-            and it > 0
-            and abs(trace[-1] - trace[-2]) < settings.tol * (1.0 + abs(value))
-        ):
+        if not removed and bound_settled(trace, settings.outer_tol):
             converged = True
             break
     return GaussianFit(cand.theta, cand.hyper, trace[-1], np.array(trace), converged, n_evals,
@@ -227,7 +232,8 @@ def start_from_diagonal(objective, family: GaussianFamily, w0, hyper, settings, 
     W = family.n_weights
     diag = GaussianFamily("diag", W)
     found = fit_gaussian(GaussianBound(objective, diag, settings.g2), diag.pack(w0, settings.init_sd),
-                         hyper, settings.outer_iter, settings.max_iter, settings.tol, log)  # fmt: skip
+                         hyper, settings.outer_iter, settings.max_iter, settings.tol, log,
+                         settings.outer_tol)  # fmt: skip
     mean, sd = found.theta[:W], np.exp(found.theta[W:])
     theta = family.pack(mean, sd)
     if family.kind == "fa":
@@ -294,7 +300,7 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
             found = learn_structure(bound, theta0, hyper, settings, split.x_train, log)
         else:
             found = fit_gaussian(bound, theta0, hyper, settings.outer_iter, settings.max_iter,
-                                 settings.tol, log)  # fmt: skip
+                                 settings.tol, log, settings.outer_tol)  # fmt: skip
             found.problem, found.inputs = bound, np.arange(split.n_inputs)
         found.start_bound = start_bound
         fits.append(found)

@@ -17,8 +17,8 @@ lambda_m = Q(m) / sum_m' Q(m') <r_m>_m' is substituted in closed form, which lea
 
 evaluated in the log domain. It never exceeds -sum Q ln Q <= ln M (A.13).
 
-The thesis schedule (sec. 5.4.3), the default: fit a one-component model (``vi_gauss`` diag),
-copy it to M components with 1% multiplicative noise on the means, then repeat: optimise the
+The thesis schedule (sec. 5.4.3 and 5.5.2), the default: fit a one-component model (``vi_gauss``
+diag) from ``restarts`` initialisations and keep the one of largest bound, copy it to M components with 1% multiplicative noise on the means, then repeat: optimise the
 smoothing distributions, optimise the components, update Q(m) by its fixed point (setting
 ``mixing: update``; ``fixed`` keeps 1/M as paper 000 sec. 4 did), update q(alpha), q(beta).
 Every step cannot lower the bound, which is recorded per outer iteration.
@@ -26,6 +26,7 @@ Every step cannot lower the bound, which is recorded per outer iteration.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +40,10 @@ from .hyperposterior import HyperPosterior
 from .laplace import mixture_moments
 from .vi_gauss import (
     GaussianBound,
+    GaussianFit,
     VariationalSettings,
     bound_result,
+    bound_settled,
     fit_gaussian,
     initial_hyper,
     predictive,
@@ -51,8 +54,7 @@ from .vi_gauss import (
 class VIMixtureSettings(VariationalSettings):
     """Settings of the mixture variational method (thesis sec. 5.4.3); q(w|m) is diagonal."""
 
-    restarts: int = 1
-    outer_iter: int = 100
+    outer_iter: int = 200
     components: int = 3
     mixing: str = "fixed"
     init_noise: float = 0.01
@@ -183,17 +185,23 @@ def mixture_statistics(gaussian: GaussianBound, log_Q, comp):
     return e_d, second
 
 
-def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w0, rng,
-                log=print) -> MixtureFit:  # fmt: skip
-    """The thesis schedule from one initial weight vector."""
+def fit_single(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w0,
+               log=print) -> GaussianFit:  # fmt: skip
+    """The one-component (diagonal) fit from one initial weight vector: the mixture's start."""
     gaussian = bound.gaussian
-    family = gaussian.family
-    objective = gaussian.objective
+    hyper = initial_hyper(settings, gaussian.objective, noise_prior)
+    return fit_gaussian(gaussian, gaussian.family.pack(w0, settings.init_sd), hyper,
+                        settings.outer_iter, settings.max_iter, settings.tol, log,
+                        settings.outer_tol)  # fmt: skip
+
+
+def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, single: GaussianFit, rng,
+                log=print) -> MixtureFit:  # fmt: skip
+    """The thesis schedule from a fitted one-component model ``single`` (left unchanged)."""
+    gaussian = bound.gaussian
     M = settings.components
-    hyper = initial_hyper(settings, objective, noise_prior)
-    single = fit_gaussian(gaussian, family.pack(w0, settings.init_sd), hyper, settings.outer_iter,
-                          settings.max_iter, settings.tol, log)  # fmt: skip
-    W = family.n_weights
+    hyper = copy.deepcopy(single.hyper)
+    W = gaussian.family.n_weights
     mean, log_sd = single.theta[:W], single.theta[W:]
     noise = 1.0 + settings.init_noise * rng.standard_normal((M, W))
     comp = np.concatenate([mean * noise, np.broadcast_to(log_sd, (M, W))], axis=1)
@@ -202,9 +210,9 @@ def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w
         axis=1,
     )
     log_Q = np.full(M, -np.log(M))
-    n_evals, trace, mi_trace, converged = single.n_evals, [], [], False
+    n_evals, trace, mi_trace, converged = 0, [], [], False
     if M == 1:  # the mutual information of one component is zero: the bound is vi_gauss diag
-        return MixtureFit(log_Q, comp, smooth, hyper, single.bound, single.trace,
+        return MixtureFit(log_Q, single.theta[None, :], smooth, hyper, single.bound, single.trace,
                           np.zeros_like(single.trace), single.bound, single.converged, n_evals)  # fmt: skip
     for it in range(settings.outer_iter):
         smooth, evals = bound.smoothing_step(log_Q, comp, smooth, settings.max_iter, settings.tol)
@@ -225,7 +233,7 @@ def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w
         trace.append(value)
         mi_trace.append(mutual_information_bound(log_Q, comp, smooth)[0])
         log(f"  mixture outer {it + 1}: bound={value:.6f} I*={mi_trace[-1]:.4f}")
-        if it > 0 and abs(trace[-1] - trace[-2]) < settings.tol * (1.0 + abs(value)):
+        if bound_settled(trace, settings.outer_tol):
             converged = True
             break
     return MixtureFit(log_Q, comp, smooth, hyper, trace[-1], np.array(trace), np.array(mi_trace),
@@ -239,13 +247,17 @@ def fit(
     net = objective.network
     family = GaussianFamily("diag", net.n_weights)
     bound = MixtureBound(GaussianBound(objective, family, settings.g2))
-    fits = []
+    singles = []
     for r in range(settings.restarts):
-        log(f"restart {r + 1}/{settings.restarts}")
+        log(f"one-component restart {r + 1}/{settings.restarts}")
         w0 = net.init_weights(rng, 1, settings.init_scale)[0]
-        fits.append(fit_mixture(bound, settings, noise_prior, w0, rng, log))
-    best = fits[int(np.nanargmax([f.bound for f in fits]))]
+        singles.append(fit_single(bound, settings, noise_prior, w0, log))
+    single_bounds = np.array([f.bound for f in singles])
+    start = singles[int(np.nanargmax(single_bounds))]
+    best = fit_mixture(bound, settings, start, rng, log)
+    fits = [*singles, best]
     Q = np.exp(best.log_Q)
+    component_bounds, _ = bound.components(best.comp, best.hyper)
 
     def component_predictions(x):
         preds = [predictive(objective, family, c, best.hyper, x, settings.g2) for c in best.comp]
@@ -268,6 +280,8 @@ def fit(
             "bound": (("iteration",), best.trace),
             "mutual_information_bound": (("iteration",), best.mi_trace),
             "mixing_weight": (("component",), Q),
+            "component_bound": (("component",), component_bounds),
+            "restart_single_bound": (("restart",), single_bounds),
             "alpha_mean": (("group",), best.hyper.alpha_mean),
         }
     )
@@ -276,6 +290,7 @@ def fit(
         mutual_information_limit=float(-np.sum(Q * best.log_Q)),
         log_components=float(np.log(settings.components)),
         single_component_bound=float(best.single_bound),
+        best_component_bound=float(np.max(component_bounds)),
         beta_mean=float(best.hyper.beta_mean),
         noise_variance_mean=float(best.hyper.noise_variance_mean),
         outer_iterations=len(best.trace),
