@@ -139,3 +139,29 @@ def test_laplace_records_non_positive_definite_hessian_in_status(monkeypatch):
     assert "not positive definite" in result.status_message
     assert np.isnan(result.log_evidence)
     assert np.all(np.isfinite(result.pred_mean))
+
+
+def test_well_determined_count_clips_negative_data_curvature():
+    """gamma = sum_i lambda_i+ / (lambda_i+ + alpha) over the eigenvalues of beta grad grad E_D
+    clipped at zero (MacKay 1992), even where a data eigenvalue sits just above -alpha: there
+    the unclipped W - alpha Tr(A^{-1}) is far below zero although A is positive definite."""
+    from bnnsweep.methods.evidence import well_determined
+
+    settings = get_method("laplace").settings(
+        {"hidden": 3, "activation": "tanh", "prior": "single"}
+    )
+    split = linear_split()
+    objective, _ = settings.build(split)
+    w = objective.network.init_weights(np.random.default_rng(3), 1, 3.0)[0]
+    beta = 5.0
+    lam = np.linalg.eigvalsh(beta * objective.data_hessian(w[None])[0])
+    assert lam[0] < 0  # the point is not a minimum of E_D
+    alpha = np.array([-lam[0] * 1.001])  # A = beta H_D + alpha I positive definite, barely
+    factor = HessianFactor.of(objective.hessian(w[None], alpha, beta)[0])
+    assert factor.positive_definite
+    unclipped = len(w) - alpha[0] * np.trace(factor.inverse())
+    assert unclipped < -10
+    expected = np.sum(np.maximum(lam, 0) / (np.maximum(lam, 0) + alpha[0]))
+    gamma = well_determined(factor, objective, w, alpha, beta)
+    assert gamma[0] == pytest.approx(expected, rel=1e-9)
+    assert 0 < gamma[0] < len(w)

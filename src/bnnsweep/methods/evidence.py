@@ -67,19 +67,20 @@ class HessianFactor:
 def well_determined(
     factor: HessianFactor, objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float
 ) -> np.ndarray:
-    """gamma_k = W_k - alpha_k Tr_k(A^{-1}), clipped to [0, W_k] (paper 001 eq. 10).
+    """gamma_k = W_k - alpha_k Tr_k(A+^{-1}) (paper 001 eq. 10; Bishop 1995 sec. 10.4).
 
-    Where the exact Hessian is not positive definite (away from a mode), the Gauss-Newton
-    form A = beta J^T J + diag(alpha), positive definite by construction, is used instead.
+    A+ = V max(Lambda, 0) V^T + diag(alpha) is the Hessian with the eigenvalues of the data
+    term beta grad grad E_D = V Lambda V^T clipped at zero (MacKay 1992, as NETLAB's evidence
+    procedure does). With one alpha this is gamma = sum_i lambda_i+ / (lambda_i+ + alpha), a
+    count in [0, W]. Unclipped, a data eigenvalue near -alpha (possible at a mode of the
+    penalised error, where only lambda_i + alpha > 0) gives gamma far below zero and sends
+    alpha to zero on the next update.
     """
     prior = objective.prior
-    if factor.positive_definite:
-        diag_inv = np.diag(factor.inverse())
-    else:
-        J = objective.network.jacobian(w[None, :], objective.x)[0]
-        Jf = J.reshape(-1, J.shape[-1])
-        A = beta * Jf.T @ Jf + np.diag(prior.per_weight(alpha))
-        diag_inv = np.diag(HessianFactor.of(A).inverse())
+    alpha_w = prior.per_weight(alpha)
+    lam, vec = np.linalg.eigh(factor.A - np.diag(alpha_w))
+    A_plus = (vec * np.maximum(lam, 0.0)) @ vec.T + np.diag(alpha_w)
+    diag_inv = np.diag(HessianFactor.of(A_plus).inverse())
     trace_k = np.bincount(prior.group_index, weights=diag_inv, minlength=prior.n_groups)
     sizes = prior.group_sizes
     return np.clip(sizes - alpha * trace_k, 0.0, sizes)
