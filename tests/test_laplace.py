@@ -7,6 +7,7 @@ from scipy.optimize import minimize
 from bnnsweep.datasets.base import Split
 from bnnsweep.methods import get_method
 from bnnsweep.methods.evidence import (
+    DataCurvature,
     HessianFactor,
     distinct_modes,
     log_evidence_fixed_hyper,
@@ -165,3 +166,10 @@ def test_well_determined_count_clips_negative_data_curvature():
     gamma = well_determined(factor, objective, w, alpha, beta)
     assert gamma[0] == pytest.approx(expected, rel=1e-9)
     assert 0 < gamma[0] < len(w)
+    # the shift in ln evidence that clipping the log-determinant would make
+    curvature = DataCurvature.of(factor, np.full(len(w), alpha[0]))
+    assert curvature.n_negative == int(np.sum(lam < 0))
+    clipped = np.sum(np.log(np.maximum(lam, 0) + alpha[0]))
+    assert curvature.clipped_logdet_shift(factor) == pytest.approx(
+        -0.5 * (clipped - np.sum(np.log(lam + alpha[0]))), rel=1e-8
+    )

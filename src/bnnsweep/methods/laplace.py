@@ -20,6 +20,7 @@ from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
 from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from .evidence import (
+    DataCurvature,
     HessianFactor,
     distinct_modes,
     hyper_width_terms,
@@ -73,6 +74,8 @@ class Mode:
     converged: bool
     cycles: int
     n_evals: int
+    n_negative_curvature: int = 0
+    clipped_logdet_shift: float = 0.0
 
 
 def evidence_procedure(
@@ -117,7 +120,9 @@ def evidence_procedure(
         )
     else:
         log_ev = float("nan")
-    return Mode(w, alpha, beta, gamma, factor, float(log_ev), converged, cycle, n_evals)
+    curvature = DataCurvature.of(factor, objective.prior.per_weight(alpha))
+    return Mode(w, alpha, beta, gamma, factor, float(log_ev), converged, cycle, n_evals,
+                curvature.n_negative, curvature.clipped_logdet_shift(factor))  # fmt: skip
 
 
 def predict(objective: PenalisedError, mode: Mode, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,6 +210,14 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
             "mode_alpha": (("mode", "group"), np.stack([m.alpha for m in modes])),
             "mode_beta": (("mode",), np.array([m.beta for m in modes])),
             "mode_gamma": (("mode",), np.array([m.gamma.sum() for m in modes])),
+            "mode_negative_curvature": (
+                ("mode",),
+                np.array([m.n_negative_curvature for m in modes]),
+            ),
+            "mode_clipped_logdet_shift": (
+                ("mode",),
+                np.array([m.clipped_logdet_shift for m in modes]),
+            ),
             "mode_penalised_error": (
                 ("mode",),
                 np.array([objective.value(m.w[None, :], m.alpha, m.beta)[0] for m in modes]),
