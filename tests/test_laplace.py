@@ -163,11 +163,11 @@ def test_well_determined_count_clips_negative_data_curvature():
     unclipped = len(w) - alpha[0] * np.trace(factor.inverse())
     assert unclipped < -10
     expected = np.sum(np.maximum(lam, 0) / (np.maximum(lam, 0) + alpha[0]))
-    gamma = well_determined(factor, objective, w, alpha, beta)
+    curvature = DataCurvature.of(factor, np.full(len(w), alpha[0]))
+    gamma = well_determined(curvature, objective.prior, alpha)
     assert gamma[0] == pytest.approx(expected, rel=1e-9)
     assert 0 < gamma[0] < len(w)
     # the shift in ln evidence that clipping the log-determinant would make
-    curvature = DataCurvature.of(factor, np.full(len(w), alpha[0]))
     assert curvature.n_negative == int(np.sum(lam < 0))
     clipped = np.sum(np.log(np.maximum(lam, 0) + alpha[0]))
     assert curvature.clipped_logdet_shift(factor) == pytest.approx(

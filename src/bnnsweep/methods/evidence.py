@@ -89,9 +89,7 @@ class DataCurvature:
         return -0.5 * (float(np.linalg.slogdet(self.A_plus)[1]) - factor.logdet())
 
 
-def well_determined(
-    factor: HessianFactor, objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float
-) -> np.ndarray:
+def well_determined(curvature: DataCurvature, prior, alpha: np.ndarray) -> np.ndarray:
     """gamma_k = W_k - alpha_k Tr_k(A+^{-1}) (paper 001 eq. 10; Bishop 1995 sec. 10.4).
 
     A+ = V max(Lambda, 0) V^T + diag(alpha) is the Hessian with the eigenvalues of the data
@@ -101,8 +99,6 @@ def well_determined(
     penalised error, where only lambda_i + alpha > 0) gives gamma far below zero and sends
     alpha to zero on the next update.
     """
-    prior = objective.prior
-    curvature = DataCurvature.of(factor, prior.per_weight(alpha))
     diag_inv = np.diag(HessianFactor.of(curvature.A_plus).inverse())
     trace_k = np.bincount(prior.group_index, weights=diag_inv, minlength=prior.n_groups)
     sizes = prior.group_sizes

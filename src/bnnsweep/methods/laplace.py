@@ -78,6 +78,13 @@ class Mode:
     clipped_logdet_shift: float = 0.0
 
 
+def curvature_at(objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float):
+    """The Hessian factor, its data-curvature decomposition and gamma at weights ``w``."""
+    factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
+    curvature = DataCurvature.of(factor, objective.prior.per_weight(alpha))
+    return factor, curvature, well_determined(curvature, objective.prior, alpha)
+
+
 def evidence_procedure(
     objective: PenalisedError, noise_prior, w0: np.ndarray, s: LaplaceSettings, log
 ) -> Mode:
@@ -91,8 +98,7 @@ def evidence_procedure(
             objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
         )
         w, n_evals = found.w, n_evals + found.n_evals
-        factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
-        gamma = well_determined(factor, objective, w, alpha, beta)
+        _, _, gamma = curvature_at(objective, w, alpha, beta)
         new_alpha, new_beta = reestimate(objective, w, gamma, noise_prior, use_hyperprior)
         change = max(
             float(np.max(np.abs(np.log(new_alpha / alpha)))), abs(float(np.log(new_beta / beta)))
@@ -109,8 +115,7 @@ def evidence_procedure(
         objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
     )
     w, n_evals = found.w, n_evals + found.n_evals
-    factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
-    gamma = well_determined(factor, objective, w, alpha, beta)
+    factor, curvature, gamma = curvature_at(objective, w, alpha, beta)
     if factor.positive_definite:
         net = objective.network
         log_ev = (
@@ -120,7 +125,6 @@ def evidence_procedure(
         )
     else:
         log_ev = float("nan")
-    curvature = DataCurvature.of(factor, objective.prior.per_weight(alpha))
     return Mode(w, alpha, beta, gamma, factor, float(log_ev), converged, cycle, n_evals,
                 curvature.n_negative, curvature.clipped_logdet_shift(factor))  # fmt: skip
 
