@@ -21,8 +21,8 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from bnnsweep import datasets  # noqa: E402
+from bnnsweep.engines.variational.hyperposterior import HyperPosterior  # noqa: E402
 from bnnsweep.methods import get_method  # noqa: E402
-from bnnsweep.methods.hyperposterior import HyperPosterior  # noqa: E402
 from bnnsweep.methods.vi_gauss import GaussianBound  # noqa: E402
 from bnnsweep.methods.vi_mixture import MixtureBound, mutual_information_bound  # noqa: E402
 from bnnsweep.models.vi_family import GaussianFamily  # noqa: E402

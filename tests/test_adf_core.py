@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from bnnsweep.methods.adf import likelihoods as lik
-from bnnsweep.methods.adf.network import Architecture, backward, forward
-from bnnsweep.methods.adf.relu_moments import (
+from bnnsweep.engines.adf import likelihoods as lik
+from bnnsweep.engines.adf.network import Architecture, backward, forward
+from bnnsweep.engines.adf.relu_moments import (
     inverse_mills,
     log_probit,
     mills_ratio_negative,
     normal_pdf,
     relu_moments,
 )
-from bnnsweep.methods.adf.updates import adf_update
+from bnnsweep.engines.adf.updates import adf_update
 
 
 def _mc_check(samples, mean, var, k=4.0):

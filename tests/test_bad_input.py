@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from bnnsweep import datasets
 from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.datasets.base import DatasetError
+from bnnsweep.method_base import SettingsError
 from bnnsweep.methods import REGISTRY, get_method
-from bnnsweep.methods.base import SettingsError
 from bnnsweep.runner import fit_cell_to_file
 from bnnsweep.sweep import Cell
 

@@ -5,9 +5,9 @@ import pytest
 from scipy.special import logsumexp
 from test_laplace import linear_split
 
+from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
+from bnnsweep.engines.evidence.schedules import PAPER, schedule
 from bnnsweep.methods import get_method
-from bnnsweep.methods.chaining_core import ChainProtocol, run_chain
-from bnnsweep.methods.schedules import PAPER, schedule
 from bnnsweep.models.conjugate import linear_log_evidence_integrated
 from bnnsweep.models.marginal import MarginalModel
 

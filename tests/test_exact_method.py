@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from bnnsweep import datasets
+from bnnsweep.method_base import SettingsError
 from bnnsweep.methods import exact, get_method
-from bnnsweep.methods.base import SettingsError
 from bnnsweep.methods.laplace import mixture_moments
 from bnnsweep.models.conjugate import linear_log_evidence, linear_log_evidence_integrated
 

@@ -10,6 +10,7 @@ import xarray as xr
 from matplotlib.collections import PathCollection
 from test_figures import PNG_MAGIC, _assert_png
 
+from bnnsweep.engines.evidence.schedules import schedule as make_schedule
 from bnnsweep.figures import FIGURES, draw, error_table
 from bnnsweep.figures.chaining_diagnostics import (
     chaining_diagnostics,
@@ -24,7 +25,6 @@ from bnnsweep.figures.schedule_comparison import (
     schedule_comparison,
     schedule_family,
 )
-from bnnsweep.methods.schedules import schedule as make_schedule
 
 N_CHAINS = 2
 N_SAMPLES = 12

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bnnsweep.methods.evidence import HessianFactor
+from bnnsweep.engines.evidence.laplace import HessianFactor
 from bnnsweep.runner import fit_cell_to_file
 from bnnsweep.sweep import Cell
 

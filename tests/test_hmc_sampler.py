@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from bnnsweep.methods.hmc_sampler import sample
-from bnnsweep.methods.mcmc_diagnostics import effective_sample_size, split_rhat
+from bnnsweep.engines.mcmc.diagnostics import effective_sample_size, split_rhat
+from bnnsweep.engines.mcmc.hmc import sample
 
 MEAN = np.array([1.0, -2.0])
 COV = np.array([[1.0, 0.9], [0.9, 1.0]])

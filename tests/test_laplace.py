@@ -5,16 +5,16 @@ import pytest
 from scipy.optimize import minimize
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.methods import get_method
-from bnnsweep.methods.evidence import (
+from bnnsweep.engines.evidence.laplace import (
     DataCurvature,
     HessianFactor,
     distinct_modes,
     log_evidence_fixed_hyper,
     symmetry_log_factor,
 )
+from bnnsweep.engines.optimise import minimise_weights
+from bnnsweep.methods import get_method
 from bnnsweep.methods.laplace import evidence_procedure
-from bnnsweep.methods.optimise import minimise_weights
 from bnnsweep.models.conjugate import linear_log_evidence, linear_log_evidence_integrated
 
 LINEAR = {"hidden": 0, "activation": "linear", "prior": "grouped", "restarts": 1}
@@ -146,7 +146,7 @@ def test_well_determined_count_clips_negative_data_curvature():
     """gamma = sum_i lambda_i+ / (lambda_i+ + alpha) over the eigenvalues of beta grad grad E_D
     clipped at zero (MacKay 1992), even where a data eigenvalue sits just above -alpha: there
     the unclipped W - alpha Tr(A^{-1}) is far below zero although A is positive definite."""
-    from bnnsweep.methods.evidence import well_determined
+    from bnnsweep.engines.evidence.laplace import well_determined
 
     settings = get_method("laplace").settings(
         {"hidden": 3, "activation": "tanh", "prior": "single"}

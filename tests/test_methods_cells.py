@@ -74,8 +74,8 @@ def test_method_cell_round_trip(method, tmp_path):
 def test_chaining_refuses_a_nearly_improper_hyperprior():
     """The thesis's a = 3e-4 hyperprior puts most prior mass on alpha = 0 in floating point:
     the lambda = 0 reference cannot be drawn, so the settings are refused with the role named."""
+    from bnnsweep.method_base import SettingsError
     from bnnsweep.methods import get_method
-    from bnnsweep.methods.base import SettingsError
 
     settings = {k: v for k, v in TINY["chaining"].items() if k != "hyperpriors"}
     with pytest.raises(SettingsError, match="'input_hidden' has shape 0.0003"):

@@ -7,8 +7,8 @@ import pytest
 from test_erf_expectations import central_diff
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.methods.base import SettingsError, build_settings
-from bnnsweep.methods.hyperposterior import HyperPosterior
+from bnnsweep.engines.variational.hyperposterior import HyperPosterior
+from bnnsweep.method_base import SettingsError, build_settings
 from bnnsweep.methods.vi_gauss import GaussianBound, VIGaussSettings, fit, fit_gaussian
 from bnnsweep.models.conjugate import linear_log_evidence, linear_log_evidence_integrated
 from bnnsweep.models.vi_family import GaussianFamily

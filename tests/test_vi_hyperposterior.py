@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from bnnsweep.methods.hyperposterior import HyperPosterior, gamma_kl, mixture_second_moment
+from bnnsweep.engines.variational.hyperposterior import (
+    HyperPosterior,
+    gamma_kl,
+    mixture_second_moment,
+)
 from bnnsweep.models import GammaPrior, Network, make_prior
 
 HYPER = {r: {"shape": 1.5, "rate": 0.7} for r in ("weights", "input_hidden", "hidden_bias",

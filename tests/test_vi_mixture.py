@@ -8,8 +8,8 @@ from scipy.special import logsumexp
 from test_erf_expectations import central_diff
 from test_vi_gauss import toy_split
 
-from bnnsweep.methods.base import build_settings
-from bnnsweep.methods.hyperposterior import HyperPosterior
+from bnnsweep.engines.variational.hyperposterior import HyperPosterior
+from bnnsweep.method_base import build_settings
 from bnnsweep.methods.vi_gauss import GaussianBound
 from bnnsweep.methods.vi_mixture import (
     MixtureBound,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.methods.base import SettingsError, build_settings
-from bnnsweep.methods.nrd_structure import reduce_network
+from bnnsweep.engines.variational.nrd_structure import reduce_network
+from bnnsweep.method_base import SettingsError, build_settings
 from bnnsweep.methods.vi_gauss import VIGaussSettings, fit
 from bnnsweep.models import GammaPrior, Network
 from bnnsweep.models.priors import nrd_prior

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import allocator
     from .config import ConfigError
     from .datasets.base import DatasetError
-    from .methods.base import SettingsError
+    from .method_base import SettingsError
     from .runner import WriteError
 
     allocator.tune()

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .methods.base import SettingsError, suggest
+from .method_base import SettingsError, suggest
 from .sweep import Cell, expand_experiment
 
 

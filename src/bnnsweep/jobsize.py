@@ -58,7 +58,7 @@ def n_weights(n_inputs: int, hidden: int, n_outputs: int) -> int:
 
 
 def _links(schedule: str) -> int:
-    from .methods.schedules import schedule as lambdas
+    from .engines.evidence.schedules import schedule as lambdas
 
     return len(lambdas(schedule)) - 1
 

@@ -22,7 +22,7 @@ import xarray as xr
 
 from . import __version__
 from .datasets.base import Split
-from .methods.base import FitResult
+from .method_base import FitResult
 from .sweep import AXES, Cell
 
 UNITS = {

@@ -17,8 +17,8 @@ import xarray as xr
 
 from . import datasets
 from .datasets.base import Split
+from .method_base import FitResult
 from .methods import get_method
-from .methods.base import FitResult
 from .results import cell_dataset, write_netcdf_atomic
 from .sweep import Cell
 

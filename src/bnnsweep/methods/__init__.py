@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..method_base import FitResult, SettingsError, build_settings, suggest
 from . import adf, chaining, exact, hmc, laplace, map_early_stopping, vi_gauss, vi_mixture
-from .base import FitResult, SettingsError, build_settings, suggest
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
+from ..engines.evidence.chaining import ChainProtocol, run_chain
+from ..engines.evidence.schedules import schedule as make_schedule
+from ..method_base import (
+    FitResult,
+    check_choice,
+    check_positive,
+    check_sampler_fractions,
+    evenly_spaced,
+)
+from ..model_settings import ModelSettings
 from ..models.marginal import MarginalModel
 from ..models.priors import check_prior_supported
-from .base import FitResult, check_choice, check_positive, check_sampler_fractions, evenly_spaced
-from .chaining_core import ChainProtocol, run_chain
-from .model_settings import ModelSettings
-from .schedules import schedule as make_schedule
 
 # smallest Gamma shape whose draws stay representable (shape 3e-4 gives alpha = 0 in ~80%)
 MIN_SHAPE = 0.01

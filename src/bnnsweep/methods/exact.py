@@ -28,9 +28,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..datasets.base import Split
+from ..method_base import FUNCTION_SAMPLES, FitResult
+from ..model_settings import ModelSettings
 from ..models.priors import GammaPrior
-from .base import FUNCTION_SAMPLES, FitResult
-from .model_settings import ModelSettings
 
 COARSE_RANGE = (-100.0, 100.0)  # first grid in ln alpha and ln beta, step 0.5
 COARSE_POINTS = 401

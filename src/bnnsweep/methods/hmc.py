@@ -15,12 +15,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
+from ..engines.mcmc import hmc as hmc_sampler
+from ..engines.mcmc.diagnostics import effective_sample_size, split_rhat
+from ..engines.optimise import minimise_weights
+from ..method_base import (
+    FitResult,
+    check_choice,
+    check_positive,
+    check_sampler_fractions,
+    evenly_spaced,
+)
+from ..model_settings import ModelSettings
 from ..models.priors import check_prior_supported
-from . import hmc_sampler
-from .base import FitResult, check_choice, check_positive, check_sampler_fractions, evenly_spaced
-from .mcmc_diagnostics import effective_sample_size, split_rhat
-from .model_settings import ModelSettings
-from .optimise import minimise_weights
 
 
 @dataclass(frozen=True)

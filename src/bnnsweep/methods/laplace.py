@@ -16,10 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..datasets.base import Split
-from ..models.objective import PenalisedError
-from ..models.priors import check_prior_supported
-from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
-from .evidence import (
+from ..engines.evidence.laplace import (
     DataCurvature,
     HessianFactor,
     distinct_modes,
@@ -29,8 +26,11 @@ from .evidence import (
     symmetry_log_factor,
     well_determined,
 )
-from .model_settings import ModelSettings
-from .optimise import minimise_weights
+from ..engines.optimise import minimise_weights
+from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
+from ..model_settings import ModelSettings
+from ..models.objective import PenalisedError
+from ..models.priors import check_prior_supported
 
 
 @dataclass(frozen=True)

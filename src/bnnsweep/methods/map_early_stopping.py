@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
+from ..engines.optimise import minimise_weights
+from ..method_base import FitResult, check_positive
+from ..model_settings import ModelSettings
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
-from .base import FitResult, check_positive
-from .model_settings import ModelSettings
-from .optimise import minimise_weights
 
 
 @dataclass(frozen=True)

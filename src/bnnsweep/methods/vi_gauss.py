@@ -23,13 +23,13 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..datasets.base import Split
+from ..engines.variational.hyperposterior import HyperPosterior
+from ..engines.variational.nrd_structure import Candidate, remove_node
+from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
+from ..model_settings import ModelSettings
 from ..models.erf_expectations import SUPPORTED_ACTIVATIONS, expected_data_error, output_moments
 from ..models.objective import PenalisedError
 from ..models.vi_family import COVARIANCES, GaussianFamily
-from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
-from .hyperposterior import HyperPosterior
-from .model_settings import ModelSettings
-from .nrd_structure import Candidate, remove_node
 
 
 @dataclass(frozen=True)

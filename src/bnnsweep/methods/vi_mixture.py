@@ -34,9 +34,9 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp, softmax
 
 from ..datasets.base import Split
+from ..engines.variational.hyperposterior import HyperPosterior
+from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from ..models.vi_family import GaussianFamily
-from .base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
-from .hyperposterior import HyperPosterior
 from .laplace import mixture_moments
 from .vi_gauss import (
     GaussianBound,

@@ -5,9 +5,9 @@ reverse pass), ``likelihoods`` (ln Z and gradients, eq. 12-25), ``updates`` (eq.
 EP prior refinement), ``settings``, ``fit`` (the batched filter, ``fit`` and ``fit_many``).
 """
 
+from ...engines.adf.likelihoods import TASKS
 from . import point_estimate
 from .fit import fit, fit_many
-from .likelihoods import TASKS
 from .settings import ADFSettings, EBPSettings, PBPSettings
 
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...datasets.base import Split
-from ..base import FitResult
-from . import likelihoods as lik
-from .network import Architecture, backward, forward
+from ...engines.adf import likelihoods as lik
+from ...engines.adf.network import Architecture, backward, forward
+from ...engines.adf.updates import PriorSites, adf_update, refine_prior
+from ...method_base import FitResult
 from .settings import ADFSettings, EBPSettings, PBPSettings
-from .updates import PriorSites, adf_update, refine_prior
 
 
 def n_classes_of(splits: list[Split]) -> int:

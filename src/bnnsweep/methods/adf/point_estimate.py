@@ -19,11 +19,11 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from ...datasets.base import Split
-from .. import hmc_sampler
-from ..base import FitResult, check_choice, check_positive
-from . import likelihoods as lik
+from ...engines.adf import likelihoods as lik
+from ...engines.adf.network import Architecture, backward, forward
+from ...engines.mcmc import hmc as hmc_sampler
+from ...method_base import FitResult, check_choice, check_positive
 from .fit import n_classes_of
-from .network import Architecture, backward, forward
 
 LIKELIHOODS = ("probit", "softmax")
 

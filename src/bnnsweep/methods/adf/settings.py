@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import check_choice, check_positive
-from .likelihoods import LIKELIHOODS, SOFTMAX_APPROXIMATIONS
+from ...engines.adf.likelihoods import LIKELIHOODS, SOFTMAX_APPROXIMATIONS
+from ...method_base import check_choice, check_positive
 
 
 @dataclass(frozen=True)

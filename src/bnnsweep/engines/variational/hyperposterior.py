@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from ..models.priors import GammaPrior, WeightPrior
+from ...models.priors import GammaPrior, WeightPrior
 
 LOG_2PI = np.log(2.0 * np.pi)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .mcmc_diagnostics import effective_sample_size
+from ..mcmc.diagnostics import effective_sample_size
 
 
 def log_mean_exp(x: np.ndarray) -> float:

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.network import Network
-from ..models.objective import PenalisedError
-from ..models.priors import nrd_prior
-from ..models.vi_family import GaussianFamily
+from ...models.network import Network
+from ...models.objective import PenalisedError
+from ...models.priors import nrd_prior
+from ...models.vi_family import GaussianFamily
 from .hyperposterior import HyperPosterior
 
 

@@ -11,8 +11,8 @@ import numpy as np
 import scipy.linalg
 from scipy.special import gammaln
 
-from ..models.objective import PenalisedError
-from ..models.priors import GammaPrior
+from ...models.objective import PenalisedError
+from ...models.priors import GammaPrior
 
 LOG_2PI = np.log(2.0 * np.pi)
 

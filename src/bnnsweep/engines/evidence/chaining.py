@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import hmc_sampler
-from .chain_estimators import ais_estimate, ratio_link, thermodynamic
+from ..mcmc import hmc as hmc_sampler
+from .estimators import ais_estimate, ratio_link, thermodynamic
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..datasets.base import Split
-from ..models import HYPERPRIOR_ROLES, PRIOR_KINDS, GammaPrior, Network, make_prior
-from ..models.activations import ACTIVATIONS
-from ..models.objective import PenalisedError
-from .base import check_choice
+from .datasets.base import Split
+from .method_base import check_choice
+from .models import HYPERPRIOR_ROLES, PRIOR_KINDS, GammaPrior, Network, make_prior
+from .models.activations import ACTIVATIONS
+from .models.objective import PenalisedError
 
 
 def _default_hyperpriors() -> dict:

@@ -1,0 +1,2 @@
+"""Model evidence: the Laplace evidence procedure, Monte Carlo chaining along a lambda
+schedule, and the ratio, thermodynamic-integration and AIS estimators."""

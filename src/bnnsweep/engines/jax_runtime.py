@@ -1,0 +1,68 @@
+"""JAX as the compiled numerical core: float64, one CPU thread per job, compiled programs
+cached on disk.
+
+Import ``jax`` and ``jax.numpy`` from here (``from ..jax_runtime import jax, jnp``) so that
+the configuration is in place before the first computation:
+
+- ``jax_enable_x64``: every kernel runs in float64, as the numpy code it replaced did;
+- XLA's CPU backend single-threaded (``--xla_cpu_multi_thread_eigen=false``,
+  ``intra_op_parallelism_threads=1``) unless ``XLA_FLAGS`` is already set, so that
+  ``snakemake --cores N`` runs N single-threaded jobs as the design asks;
+- the persistent compilation cache in ``$BNNSWEEP_JAX_CACHE`` (default
+  ``$XDG_CACHE_HOME/bnnsweep/jax``, i.e. ``~/.cache/bnnsweep/jax``), so that the hundredth
+  cell of a shape loads its programs instead of compiling them again. Set
+  ``BNNSWEEP_JAX_CACHE=`` (empty) to switch the cache off.
+
+``key_from_rng`` turns the numpy ``Generator`` a method receives into a JAX key, so a
+cell's numbers still derive from its ``SeedSequence`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+
+def cache_dir() -> Path | None:
+    """Where compiled programs are kept, or None when the cache is switched off."""
+    value = os.environ.get("BNNSWEEP_JAX_CACHE")
+    if value is not None:
+        return Path(value) if value.strip() else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bnnsweep" / "jax"
+
+
+def _configure_cache() -> None:
+    path = cache_dir()
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # an unwritable cache location costs compile time, never a result
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    # small programs compile in well under a second; cache them all
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_configure_cache()
+
+
+def key_from_rng(rng: np.random.Generator) -> jax.Array:
+    """A JAX PRNG key drawn from a numpy Generator (advances it by one draw)."""
+    return jax.random.key(int(rng.integers(0, 2**63 - 1)))
+
+
+__all__ = ["cache_dir", "jax", "jnp", "key_from_rng"]

@@ -1,0 +1,1 @@
+"""Markov chain Monte Carlo: hybrid Monte Carlo kernels and their diagnostics."""

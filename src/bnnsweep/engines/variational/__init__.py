@@ -1,0 +1,1 @@
+"""Variational building blocks: Gamma hyper-posteriors and NRD node removal."""
