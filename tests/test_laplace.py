@@ -121,7 +121,7 @@ def test_symmetric_modes_are_not_counted_twice():
 
 
 def test_laplace_records_non_positive_definite_hessian_in_status(monkeypatch):
-    from bnnsweep.methods import evidence
+    from bnnsweep.engines.evidence import laplace as evidence
 
     original = evidence.HessianFactor.of
 
