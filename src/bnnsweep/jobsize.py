@@ -77,7 +77,7 @@ def work(method: str, s, n_train: int, n_test: int, n_out: int, w: int) -> Work 
         return Work(steps, batch=s.chains, floats_held=held)
     if method == "chaining":
         links = _links(s.schedule)
-        chains = (links + 1) * s.chains_per_link
+        chains = (links + 1) * s.replicates
         steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog
         ais = s.ais_leapfrog * links if s.ais_particles else 0
         held = chains * s.samples * (w + 4) + s.predictive_samples * n_test * n_out * 2

@@ -41,7 +41,7 @@ MIN_AIS_ESS = 5.0
 @dataclass(frozen=True)
 class ChainingSettings(ModelSettings):
     schedule: str = "paper"
-    chains_per_link: int = 1
+    replicates: int = 4
     burn_in: int = 100
     burn_leapfrog: int = 50
     samples: int = 600
@@ -62,7 +62,7 @@ class ChainingSettings(ModelSettings):
         super().validate()
         check_prior_supported("chaining", self.prior)
         make_schedule(self.schedule)
-        for key in ("chains_per_link", "samples", "leapfrog", "burn_leapfrog", "step_size",
+        for key in ("replicates", "samples", "leapfrog", "burn_leapfrog", "step_size",
                     "predictive_samples", "ais_leapfrog", "ais_substeps"):  # fmt: skip
             check_positive(key, getattr(self, key))
         check_positive("burn_in", self.burn_in, allow_zero=True)
@@ -91,7 +91,7 @@ class ChainingSettings(ModelSettings):
 
     def protocol(self) -> ChainProtocol:
         return ChainProtocol(
-            chains_per_link=self.chains_per_link,
+            replicates=self.replicates,
             burn_in=self.burn_in,
             burn_leapfrog=self.burn_leapfrog,
             samples=self.samples,
@@ -150,7 +150,7 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
             post[pick][evenly_spaced(len(pick))], split.x_test
         ),
     )
-    n_kept = settings.samples * settings.chains_per_link
+    n_kept = settings.samples * settings.replicates
     bad_links = np.flatnonzero(chain.divergent > 0.1 * n_kept)
     if bad_links.size:
         # divergent trajectories are rejected by the Metropolis test, so the chains and the
@@ -192,7 +192,9 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         log_evidence_ratio=chain.log_z_ratio,
         log_evidence_ratio_se=chain.log_z_ratio_se,
         log_evidence_ti=chain.log_z_ti,
+        log_evidence_ratio_se_within=chain.log_z_ratio_se_within,
         log_evidence_ti_se=chain.log_z_ti_se,
+        log_evidence_ti_se_within=chain.log_z_ti_se_within,
         log_evidence_ais=chain.log_z_ais,
         log_evidence_ais_se=chain.log_z_ais_se,
         ais_ess=chain.ais_ess,

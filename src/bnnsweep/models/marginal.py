@@ -89,32 +89,42 @@ class MarginalModel:
         return res.x, float(res.fun), int(res.nfev)
 
     def optimised_start_points(
-        self, lams: np.ndarray, rng: np.random.Generator, restarts: int, max_iter: int
+        self,
+        lambdas: np.ndarray,
+        replicates: int,
+        rng: np.random.Generator,
+        restarts: int,
+        max_iter: int,
     ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Chain starts near the modes of each chain's own E(lam_i, w), by continuation: the
-        lowest of ``restarts`` L-BFGS minima of E at the largest lambda (from ``start_points``
-        draws), then for every chain a minimum of its own E(lam_i, w) started from that one,
-        so that the links sit in one basin as a sequential chain's would. Alpha is drawn from
-        its Gibbs conditional there. Only where burn-in starts changes, not what is sampled."""
-        top = float(np.max(lams))
-        draws, _ = self.start_points(restarts, rng)
-        best, best_value, n_evals = draws[0], np.inf, 0
-        for w_start in draws:
-            w, value, evals = self.tempered_minimum(top, w_start, max_iter)
-            n_evals += evals
-            if value < best_value:
-                best, best_value = w, value
-        # one minimisation per distinct lambda: chains of the same link share their start
-        distinct, which = np.unique(lams, return_inverse=True)
-        starts = np.empty((len(distinct), best.size))
-        for k, lam in enumerate(distinct):
-            if lam == top:
-                starts[k] = best
-                continue
-            w, value, evals = self.tempered_minimum(float(lam), best, max_iter)
-            n_evals += evals
-            starts[k] = w if np.isfinite(value) else best
-        w0 = starts[which]
+        """Chain starts near the modes of each link's E(lam_i, w), for ``replicates``
+        independent chains per link (rows ordered link-major: link i's chains at rows
+        i * replicates ... ). Each replicate is placed by its own continuation: the lowest of
+        ``restarts`` L-BFGS minima of E at the largest lambda (from ``start_points`` draws),
+        then a minimum of every link's E(lam_i, w) started from that one, so that a
+        replicate's links sit in one basin as a sequential chain's would while different
+        replicates may find different basins (their spread then shows in the standard
+        error). Alpha is drawn from its Gibbs conditional there. Only where burn-in starts
+        changes, not what is sampled."""
+        lambdas = np.asarray(lambdas, dtype=float)
+        top = float(np.max(lambdas))
+        starts = np.empty((len(lambdas), replicates, self.objective.network.n_weights))
+        n_evals = 0
+        for r in range(replicates):
+            draws, _ = self.start_points(restarts, rng)
+            best, best_value = draws[0], np.inf
+            for w_start in draws:
+                w, value, evals = self.tempered_minimum(top, w_start, max_iter)
+                n_evals += evals
+                if value < best_value:
+                    best, best_value = w, value
+            for k, lam in enumerate(lambdas):
+                if lam == top:
+                    starts[k, r] = best
+                    continue
+                w, value, evals = self.tempered_minimum(float(lam), best, max_iter)
+                n_evals += evals
+                starts[k, r] = w if np.isfinite(value) else best
+        w0 = starts.reshape(-1, starts.shape[-1])
         return w0, self.gibbs_alpha(w0, None, rng), n_evals
 
     def tempered_energy(self, lam: np.ndarray):

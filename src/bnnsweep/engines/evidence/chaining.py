@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mcmc import hmc as hmc_sampler
-from .estimators import ais_estimate, ratio_link, thermodynamic
+from .estimators import ais_estimate, ratio_estimate, thermodynamic
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class ChainProtocol:
     """Sampling protocol per link (the ``chaining`` method's settings hold the defaults:
     paper 001 sec. 5's 100 x 50 burn-in and 600 x 300 kept leapfrog steps)."""
 
-    chains_per_link: int
+    replicates: int  # independent chains per link (and groups of AIS particles)
     burn_in: int
     burn_leapfrog: int
     samples: int
@@ -44,7 +44,7 @@ class ChainProtocol:
 class ChainResult:
     lambdas: np.ndarray  # (K + 1,)
     ln_ratio: np.ndarray  # (K,)
-    ln_ratio_se: np.ndarray  # (K,)
+    ln_ratio_se: np.ndarray  # (K,) within-chain
     ratio_ess: np.ndarray  # (K,)
     acceptance: np.ndarray  # (K + 1,), NaN at lambda_0 (exact draws)
     step_size: np.ndarray  # (K + 1,)
@@ -53,11 +53,13 @@ class ChainResult:
     phi_trace: np.ndarray  # (K + 1, C, S)
     energy_trace: np.ndarray  # (K + 1, C, S): E(lambda_i, w) = lambda_i phi + E_0, NaN if no E_0
     log_z_ratio: float
-    log_z_ratio_se: float
+    log_z_ratio_se: float  # jackknife over replicates
+    log_z_ratio_se_within: float  # within-chain (importance-weight ESS, autocorrelation)
     log_z_ti: float
     log_z_ti_se: float
+    log_z_ti_se_within: float
     log_z_ais: float
-    log_z_ais_se: float
+    log_z_ais_se: float  # jackknife over groups of particles
     ais_ess: float
     posterior_samples: np.ndarray  # (C * S, W) at lambda = 1
     n_grad_evals: int
@@ -92,7 +94,7 @@ def run_chain(
 ):
     """Sample every link and estimate ln Z(1) three ways."""
     lambdas = np.asarray(lambdas, dtype=float)
-    K, C, S = len(lambdas) - 1, proto.chains_per_link, proto.samples
+    K, C, S = len(lambdas) - 1, proto.replicates, proto.samples
     # lambda_0: exact draws from the normalised reference
     w_ref, _ = target.sample_prior(C * S, rng)
     phi_ref = _phi_chunked(target, w_ref, proto.phi_chunk).reshape(C, S)
@@ -102,7 +104,7 @@ def run_chain(
     optimised = proto.start == "optimised" and hasattr(target, "optimised_start_points")
     if optimised:
         w0, theta0, n_start = target.optimised_start_points(
-            lam, rng, proto.start_restarts, proto.start_iter
+            lambdas[1:], C, rng, proto.start_restarts, proto.start_iter
         )
     elif hasattr(target, "start_points"):
         w0, theta0 = target.start_points(K * C, rng)
@@ -137,10 +139,8 @@ def run_chain(
     phi_links = phi_links.T.reshape(K, C, S)
     phi_all = np.concatenate([phi_ref[None], phi_links], axis=0)  # (K+1, C, S)
     energy_all = _tempered_energy_trace(target, lambdas, phi_all, w_ref, result.samples, C)
-    ln_r, se, ess = np.empty(K), np.empty(K), np.empty(K)
-    for i in range(1, K + 1):
-        ln_r[i - 1], se[i - 1], ess[i - 1] = ratio_link(phi_all[i - 1], lambdas[i] - lambdas[i - 1])
-    log_z_ti, ti_se = thermodynamic(lambdas, list(phi_all))
+    ratios = ratio_estimate(lambdas, phi_all)
+    log_z_ti, ti_se, ti_se_within = thermodynamic(lambdas, phi_all)
     step = result.step_size.reshape(K, C)
     ais, ais_se, ais_ess, n_grad_ais = float("nan"), float("nan"), float("nan"), 0
     if proto.ais_particles > 0:
@@ -148,19 +148,21 @@ def run_chain(
     accept = result.accept_prob.T.reshape(K, C, S).mean(axis=(1, 2))
     return ChainResult(
         lambdas=lambdas,
-        ln_ratio=ln_r,
-        ln_ratio_se=se,
-        ratio_ess=ess,
+        ln_ratio=ratios.ln_ratio,
+        ln_ratio_se=ratios.ln_ratio_se,
+        ratio_ess=ratios.weight_ess,
         acceptance=np.concatenate([[np.nan], accept]),
         step_size=np.concatenate([[np.nan], step.mean(axis=1)]),
         divergent=np.concatenate([[0], result.divergent.reshape(K, C).sum(axis=1)]),
         mean_phi=phi_all.mean(axis=(1, 2)),
         phi_trace=phi_all,
         energy_trace=energy_all,
-        log_z_ratio=float(ln_r.sum()),
-        log_z_ratio_se=float(np.sqrt(np.sum(se**2))),
+        log_z_ratio=ratios.log_z,
+        log_z_ratio_se=ratios.log_z_se,
+        log_z_ratio_se_within=ratios.log_z_se_within,
         log_z_ti=log_z_ti,
         log_z_ti_se=ti_se,
+        log_z_ti_se_within=ti_se_within,
         log_z_ais=ais,
         log_z_ais_se=ais_se,
         ais_ess=ais_ess,
@@ -213,5 +215,5 @@ def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
         w, theta = res.samples[-1], res.thetas[-1]
         n_grad += res.n_grad_evals
         phi, _ = target.phi(w)
-    value, se, ess = ais_estimate(log_w)
+    value, se, ess = ais_estimate(log_w, proto.replicates)
     return value, se, ess, n_grad
