@@ -1,59 +1,65 @@
-"""Effective sample size and potential scale reduction of MCMC traces.
+"""Effective sample size and potential scale reduction of MCMC traces, from arviz-stats.
 
-ESS uses the autocorrelation estimated by FFT and summed with Geyer's initial positive
-sequence (pairs of lags while their sum stays positive); R-hat is the split-chain version
-(Gelman et al., Bayesian Data Analysis, 3rd ed., sec. 11.4-11.5).
+Both are the rank-normalised split-chain versions of Vehtari, Gelman, Simpson, Carpenter &
+Buerkner (2021), "Rank-normalization, folding, and localization: an improved R-hat":
+
+- ``effective_sample_size``: bulk ESS (sec. 4.3: split chains, rank-normalised draws, the
+  autocorrelation summed with Geyer's initial monotone sequence) or tail ESS (the minimum
+  of the ESS of the 5% and 95% quantile indicators);
+- ``split_rhat``: rank-normalised split R-hat, the larger of the bulk and the folded
+  (tail) R-hat (sec. 4.2, eq. 4.9 onwards).
+
+This module is a thin layer over ``arviz_stats.base.array_stats`` (the array-level
+functions behind ``arviz_stats.ess`` and ``arviz_stats.rhat``): traces are numpy arrays of
+shape (S,) for one chain or (C, S) for C chains, and every function returns a float.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from arviz_stats.base import array_stats
+
+ESS_METHODS = ("bulk", "tail")
+TAIL_PROB = 0.05
 
 
-def autocorrelation(x: np.ndarray) -> np.ndarray:
-    """Autocorrelation of each row of x (C, S) along the last axis."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[-1]
-    centred = x - x.mean(axis=-1, keepdims=True)
-    size = 1 << (2 * n - 1).bit_length()
-    f = np.fft.rfft(centred, size, axis=-1)
-    acov = np.fft.irfft(f * np.conj(f), size, axis=-1)[..., :n] / n
-    var = acov[..., :1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(var > 0, acov / np.where(var > 0, var, 1.0), 0.0)
+def _chains(trace) -> np.ndarray:
+    x = np.asarray(trace, dtype=float)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"a trace has shape (S,) or (C, S), got {x.shape}")
+    return np.atleast_2d(x)
 
 
-def effective_sample_size(trace: np.ndarray) -> float:
-    """ESS of a scalar trace of shape (S,) or (C, S) (chains pooled)."""
-    x = np.atleast_2d(np.asarray(trace, dtype=float))
+def effective_sample_size(trace, method: str = "bulk") -> float:
+    """Bulk (default) or tail ESS of a scalar trace (S,) or (C, S) (Vehtari et al. 2021).
+
+    NaN with fewer than 4 draws per chain or non-finite draws; a constant trace counts as
+    C * S independent draws (there is nothing left to estimate)."""
+    if method not in ESS_METHODS:
+        raise ValueError(f"unknown ESS method {method!r}; valid: {', '.join(ESS_METHODS)}")
+    x = _chains(trace)
     C, S = x.shape
     if S < 4 or not np.all(np.isfinite(x)):
         return float("nan")
-    if np.allclose(x.var(axis=1), 0.0):
+    if np.ptp(x) == 0.0:
         return float(C * S)
-    rho = autocorrelation(x).mean(axis=0)
-    total = 0.0
-    for k in range(0, S - 1, 2):
-        pair = rho[k] + rho[k + 1]
-        if pair <= 0:
-            break
-        total += pair
-    tau = max(-1.0 + 2.0 * total, 1.0 / (C * S))
-    return float(min(C * S / tau, C * S))
+    if method == "tail":
+        return float(array_stats.ess(x, method="tail", prob=TAIL_PROB))
+    return float(array_stats.ess(x, method="bulk"))
 
 
-def split_rhat(trace: np.ndarray) -> float:
-    """Split R-hat of a (C, S) trace; NaN with fewer than 4 samples per chain."""
-    x = np.atleast_2d(np.asarray(trace, dtype=float))
-    C, S = x.shape
-    half = S // 2
-    if half < 2 or not np.all(np.isfinite(x)):
+def tail_effective_sample_size(trace) -> float:
+    """Tail ESS: the smaller ESS of the 5% and 95% quantiles (Vehtari et al. 2021 sec. 4.3)."""
+    return effective_sample_size(trace, method="tail")
+
+
+def split_rhat(trace) -> float:
+    """Rank-normalised split R-hat of a (C, S) trace (Vehtari et al. 2021 sec. 4.2): the
+    maximum of the bulk and folded split R-hat. NaN with fewer than 4 draws per chain or
+    non-finite draws; 1 for a constant trace."""
+    x = _chains(trace)
+    if x.shape[1] < 4 or not np.all(np.isfinite(x)):
         return float("nan")
-    halves = np.concatenate([x[:, :half], x[:, half : 2 * half]], axis=0)
-    n = half
-    within = halves.var(axis=1, ddof=1).mean()
-    between = n * halves.mean(axis=1).var(ddof=1)
-    if within <= 0:
-        return float("nan")
-    var_plus = (n - 1) / n * within + between / n
-    return float(np.sqrt(var_plus / within))
+    if np.ptp(x) == 0.0:
+        return 1.0
+    return float(array_stats.rhat(x, method="rank"))

@@ -1,101 +1,282 @@
-"""Hybrid Monte Carlo for a batch of independent chains (Duane et al. 1987; Neal 1993, 1996).
+"""Hybrid Monte Carlo for a batch of independent chains, compiled with JAX (Duane et al. 1987;
+Neal 1993, 1996).
 
-Each chain has its own target exp(-U(w; theta)), where theta are auxiliary variables (e.g.
+Each chain b has its own target exp(-U(w; params_b, theta)), where ``params_b`` are fixed
+per-chain parameters (e.g. a tempering lambda) and theta are auxiliary variables (e.g.
 hyperparameters) refreshed by a Gibbs step before every trajectory. A trajectory is
-``n_leapfrog`` leapfrog steps with a per-chain step size (jittered by +-10% to avoid
-periodic orbits); the end point is accepted by the Metropolis test on the total energy
-H = U + |p|^2 / 2. Momenta are refreshed fully, or partially with persistence
-p <- decay p + sqrt(1 - decay^2) n (Horowitz; thesis sec. 5.5.2), negated on rejection.
+``n_leapfrog`` leapfrog steps with a per-chain step size, jittered by +-``jitter`` (10%) to
+avoid periodic orbits (Neal 1996 sec. 3.5.1); its end point is accepted by the Metropolis
+test on the total energy H = U + |p|^2 / 2. Momenta are refreshed fully, or partially with
+persistence p <- decay p + sqrt(1 - decay^2) n (Horowitz 1991; thesis sec. 5.5.2), and
+negated on rejection, which keeps the composed kernel reversible.
 
 During burn-in only, each chain's step size is adapted by dual averaging (Hoffman & Gelman
-2014, sec. 3.2) towards a target acceptance rate; the step size is then frozen, so the
-kept samples come from a fixed, reversible kernel. A trajectory whose energy error exceeds
-``divergence_threshold`` (or is not finite) is rejected and counted as divergent.
-All chains advance together: one gradient call per leapfrog step for the whole batch.
+2014, sec. 3.2, with their defaults gamma = 0.05, t0 = 10, kappa = 0.75, mu = ln 10 eps_0)
+towards a target acceptance probability; at the end of burn-in the step size is frozen at
+the averaged iterate, so kept samples come from a fixed, reversible kernel. A trajectory
+whose energy error exceeds ``divergence_threshold`` (or is not finite) is rejected and
+counted as divergent.
+
+Everything is a pure function of an explicit state, as in BlackJAX: ``transition`` advances
+one chain by one iteration; ``sample`` vmaps it over the chains and runs the iterations in a
+compiled loop (``lax.fori_loop``; the leapfrog steps are an inner ``fori_loop``), writing the
+kept iterations into preallocated buffers (S x B x W samples, nothing else of size W per
+iteration is kept). The random key of iteration ``it`` is ``fold_in(key, it)``, so running
+the loop in chunks (to log progress between them) does not change a number.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import Any, NamedTuple
 
 import numpy as np
 
-# energy(w (B, W), theta) -> (U (B,), dU/dw (B, W))
-EnergyFn = Callable[[np.ndarray, object], tuple[np.ndarray, np.ndarray]]
-# gibbs(w (B, W), theta, rng) -> new theta
-GibbsFn = Callable[[np.ndarray, object, np.random.Generator], object]
+from ..jax_runtime import jax, jnp
+
+# potential(params, theta, w (W,)) -> scalar U for one chain
+Potential = Callable[[Any, Any, jax.Array], jax.Array]
+# gibbs(key, params, w (W,), theta) -> theta for one chain
+GibbsFn = Callable[[jax.Array, Any, jax.Array, Any], Any]
+# burn_params(it, params) -> params of one chain at burn-in iteration it
+BurnParams = Callable[[jax.Array, Any], Any]
+
+# dual averaging constants (Hoffman & Gelman 2014 sec. 3.2)
+DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
+N_LOG_CHUNKS = 10
 
 
 @dataclass
 class HMCResult:
-    """Kept samples and per-iteration diagnostics (S kept iterations, B chains)."""
+    """Kept samples and per-iteration diagnostics (S kept iterations, B chains), numpy."""
 
     samples: np.ndarray  # (S, B, W)
-    thetas: list  # S entries of theta
+    thetas: Any  # pytree of theta stacked (S, B, ...); None without theta
     energy: np.ndarray  # (S, B) potential U at the kept samples
     accept_prob: np.ndarray  # (S, B) Metropolis acceptance probability
     accepted: np.ndarray  # (S, B) bool
-    energy_error: np.ndarray  # (S, B) H(end) - H(start)
+    energy_error: np.ndarray  # (S, B) H(end) - H(start); inf when not finite
     burn_accept: np.ndarray  # (n_burn, B)
     divergent: np.ndarray  # (B,) divergent trajectories after burn-in
     divergent_burn: np.ndarray  # (B,) divergent trajectories during burn-in (adaptation)
     step_size: np.ndarray  # (B,) frozen step sizes
-    n_grad_evals: int  # batched gradient calls x B
+    n_grad_evals: int  # gradient evaluations summed over chains
 
 
-class DualAveraging:
-    """Per-chain step-size adaptation towards acceptance ``target`` (Hoffman & Gelman 2014)."""
+class ChainState(NamedTuple):
+    """One chain: position, momentum, potential and its gradient at w, auxiliary theta."""
 
-    def __init__(self, step: np.ndarray, target: float, gamma=0.05, t0=10.0, kappa=0.75):
-        self.mu = np.log(10.0 * step)
-        self.target, self.gamma, self.t0, self.kappa = target, gamma, t0, kappa
-        self.h_bar = np.zeros_like(step)
-        self.log_step = np.log(step)
-        self.log_step_bar = np.log(step)
-        self.t = 0
-
-    def update(self, accept_prob: np.ndarray) -> np.ndarray:
-        self.t += 1
-        t = self.t
-        w = 1.0 / (t + self.t0)
-        self.h_bar = (1 - w) * self.h_bar + w * (self.target - accept_prob)
-        self.log_step = self.mu - np.sqrt(t) / self.gamma * self.h_bar
-        eta = t ** (-self.kappa)
-        self.log_step_bar = eta * self.log_step + (1 - eta) * self.log_step_bar
-        return np.exp(self.log_step)
-
-    @property
-    def final(self) -> np.ndarray:
-        return np.exp(self.log_step_bar)
+    w: jax.Array  # (W,)
+    p: jax.Array  # (W,)
+    u: jax.Array  # ()
+    grad: jax.Array  # (W,)
+    theta: Any
 
 
-def leapfrog(energy: EnergyFn, theta, w, p, grad, step, n_steps):
-    """``n_steps`` leapfrog steps for every chain; ``step`` is (B,). Returns w, p, U, grad."""
-    eps = step[:, None]
-    p = p - 0.5 * eps * grad
-    u = None
-    for i in range(n_steps):
+class DualAveragingState(NamedTuple):
+    """Hoffman & Gelman (2014) eq. 6 state of one chain: log eps_t, log eps-bar_t, H-bar_t."""
+
+    log_step: jax.Array
+    log_step_bar: jax.Array
+    h_bar: jax.Array
+    mu: jax.Array
+    count: jax.Array
+
+
+class TransitionInfo(NamedTuple):
+    accept_prob: jax.Array
+    accepted: jax.Array
+    energy_error: jax.Array
+    divergent: jax.Array
+
+
+def dual_averaging_init(step: jax.Array) -> DualAveragingState:
+    """Start at eps_0 with mu = ln(10 eps_0) (Hoffman & Gelman 2014 sec. 3.2)."""
+    log_step = jnp.log(step)
+    zero = jnp.zeros_like(log_step)
+    return DualAveragingState(log_step, log_step, zero, jnp.log(10.0) + log_step, zero)
+
+
+def dual_averaging_update(
+    state: DualAveragingState, accept_prob: jax.Array, target: jax.Array
+) -> DualAveragingState:
+    """One step of Hoffman & Gelman (2014) eq. 6 for acceptance statistic ``accept_prob``:
+    H-bar_t = (1 - 1/(t + t0)) H-bar_{t-1} + (delta - a_t)/(t + t0),
+    ln eps_t = mu - sqrt(t)/gamma H-bar_t,  ln eps-bar_t = t^-kappa ln eps_t + (1 - t^-kappa) ln eps-bar_{t-1}."""
+    t = state.count + 1.0
+    weight = 1.0 / (t + DA_T0)
+    h_bar = (1.0 - weight) * state.h_bar + weight * (target - accept_prob)
+    log_step = state.mu - jnp.sqrt(t) / DA_GAMMA * h_bar
+    eta = t ** (-DA_KAPPA)
+    log_step_bar = eta * log_step + (1.0 - eta) * state.log_step_bar
+    return DualAveragingState(log_step, log_step_bar, h_bar, state.mu, t)
+
+
+def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int):
+    """``n_steps`` leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w (Neal
+    1996 eq. 3.8-3.10); the half momentum steps between full steps are merged, so there is
+    one gradient per step. Returns w, p, U and dU/dw at the end point."""
+
+    def step(i, carry):
+        w, p, _, g = carry
+        p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
         w = w + eps * p
-        u, grad = energy(w, theta)
-        if i < n_steps - 1:
-            p = p - eps * grad
-    p = p - 0.5 * eps * grad
-    return w, p, u, grad
+        u, g = value_and_grad(w)
+        return w, p, u, g
+
+    w, p, u, g = jax.lax.fori_loop(0, n_steps, step, (w, p, jnp.zeros((), w.dtype), grad))
+    return w, p - 0.5 * eps * g, u, g
+
+
+def transition(
+    key: jax.Array,
+    state: ChainState,
+    params: Any,
+    step: jax.Array,
+    consts: dict,
+    *,
+    potential: Potential,
+    gibbs: GibbsFn | None,
+    n_steps: int,
+    recompute: bool,
+) -> tuple[ChainState, TransitionInfo]:
+    """One iteration for one chain: Gibbs update of theta (if any), momentum refresh, a
+    jittered leapfrog trajectory and the Metropolis test; momentum negated on rejection.
+
+    ``recompute``: U and dU/dw at w are evaluated afresh (needed after the Gibbs step or when
+    ``params`` changed since the last iteration). ``consts`` holds the traced scalars
+    persistence, jitter and divergence_threshold."""
+    k_gibbs, k_mom, k_jit, k_acc = jax.random.split(key, 4)
+    theta = state.theta
+    if gibbs is not None:
+        theta = gibbs(k_gibbs, params, state.w, theta)
+
+    def value_and_grad(w):
+        return jax.value_and_grad(potential, argnums=2)(params, theta, w)
+
+    u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
+    decay = consts["persistence"]
+    noise = jax.random.normal(k_mom, state.w.shape, state.w.dtype)
+    p = jnp.where(decay > 0, decay * state.p + jnp.sqrt(1.0 - decay**2) * noise, noise)
+    jitter = consts["jitter"]
+    eps = step * jax.random.uniform(k_jit, (), state.w.dtype, 1.0 - jitter, 1.0 + jitter)
+    h0 = u + 0.5 * jnp.dot(p, p)
+    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps)
+    d_h = u1 + 0.5 * jnp.dot(p1, p1) - h0
+    bad = ~jnp.isfinite(d_h) | (d_h > consts["divergence_threshold"]) | ~jnp.all(jnp.isfinite(w1))
+    accept_prob = jnp.where(bad, 0.0, jnp.exp(jnp.minimum(0.0, -jnp.where(bad, 0.0, d_h))))
+    accepted = (jax.random.uniform(k_acc, (), state.w.dtype) < accept_prob) & ~bad
+    new = ChainState(
+        w=jnp.where(accepted, w1, state.w),
+        p=jnp.where(accepted, p1, -p),
+        u=jnp.where(accepted, u1, u),
+        grad=jnp.where(accepted, g1, grad),
+        theta=theta,
+    )
+    info = TransitionInfo(accept_prob, accepted, jnp.where(jnp.isfinite(d_h), d_h, jnp.inf), bad)
+    return new, info
+
+
+@lru_cache(maxsize=32)
+def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, adapt,
+              recompute_burn, recompute_keep):  # fmt: skip
+    """The compiled pieces of ``sample`` for one target and configuration (cached, so that
+    repeated calls with the same functions trace and compile once)."""
+
+    def chain_value_and_grad(params, theta, w):
+        return jax.value_and_grad(potential, argnums=2)(params, theta, w)
+
+    def batch_transition(n_steps, recompute):
+        one = partial(
+            transition, potential=potential, gibbs=gibbs, n_steps=n_steps, recompute=recompute
+        )
+        return jax.vmap(one, in_axes=(0, 0, 0, 0, None))
+
+    burn_step = batch_transition(n_leapfrog_burn, recompute_burn)
+    keep_step = batch_transition(n_leapfrog, recompute_keep)
+
+    @jax.jit
+    def init(params, theta, w, key):
+        u, grad = jax.vmap(chain_value_and_grad)(params, theta, w)
+        p = jax.random.normal(key, w.shape, w.dtype)
+        return ChainState(w, p, u, grad, theta)
+
+    @jax.jit
+    def refresh(params, state):
+        u, grad = jax.vmap(chain_value_and_grad)(params, state.theta, state.w)
+        return state._replace(u=u, grad=grad)
+
+    @jax.jit
+    def burn(carry, params, key, consts, start, stop):
+        def body(it, carry):
+            state, da, step, accept_buf, div = carry
+            keys = jax.random.split(jax.random.fold_in(key, it), state.w.shape[0])
+            p_it = params
+            if burn_params is not None:
+                p_it = jax.vmap(burn_params, in_axes=(None, 0))(it, params)
+            state, info = burn_step(keys, state, p_it, step, consts)
+            accept_buf = accept_buf.at[it].set(info.accept_prob)
+            div = div + info.divergent
+            if adapt:
+                da = jax.vmap(dual_averaging_update, in_axes=(0, 0, None))(
+                    da, info.accept_prob, consts["target_accept"]
+                )
+                step = jnp.exp(da.log_step)
+            return state, da, step, accept_buf, div
+
+        return jax.lax.fori_loop(start, stop, body, carry)
+
+    @partial(jax.jit, donate_argnums=0)
+    def keep(buf, carry, params, key, consts, n_burn, start, stop):
+        # ``buf`` (the kept draws, S x B x W) is donated: updated in place, never copied
+        def body(j, carry):
+            buf, (state, step, div) = carry
+            keys = jax.random.split(jax.random.fold_in(key, n_burn + j), state.w.shape[0])
+            state, info = keep_step(keys, state, params, step, consts)
+            slot = j // thin  # the last iteration of each group of ``thin`` is what stays
+            buf = {
+                "w": buf["w"].at[slot].set(state.w),
+                "theta": jax.tree_util.tree_map(
+                    lambda b, t: b.at[slot].set(t), buf["theta"], state.theta
+                ),
+                "u": buf["u"].at[slot].set(state.u),
+                "accept_prob": buf["accept_prob"].at[slot].set(info.accept_prob),
+                "accepted": buf["accepted"].at[slot].set(info.accepted),
+                "energy_error": buf["energy_error"].at[slot].set(info.energy_error),
+            }
+            return buf, (state, step, div + info.divergent)
+
+        return jax.lax.fori_loop(start, stop, body, (buf, carry))
+
+    return init, refresh, burn, keep
+
+
+def _chunks(start: int, stop: int, every: int | None) -> list[tuple[int, int]]:
+    """[start, stop) cut at the multiples of ``every`` (one piece when None)."""
+    if stop <= start:
+        return []
+    if every is None:
+        return [(start, stop)]
+    cuts = [start] + [k for k in range(every * (start // every + 1), stop, every)] + [stop]
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def sample(
-    energy: EnergyFn,
-    w0: np.ndarray,
+    potential: Potential,
+    w0,
     theta0,
-    rng: np.random.Generator,
+    params,
+    key: jax.Array,
     *,
     n_burn: int,
     n_samples: int,
     n_leapfrog_burn: int,
     n_leapfrog: int,
-    step_size: float | np.ndarray,
+    step_size,
     gibbs: GibbsFn | None = None,
+    burn_params: BurnParams | None = None,
     persistence: float = 0.0,
     adapt: bool = True,
     target_accept: float = 0.8,
@@ -103,85 +284,97 @@ def sample(
     divergence_threshold: float = 1000.0,
     jitter: float = 0.1,
     log: Callable[[str], None] | None = None,
-    burn_energy: Callable[[int], EnergyFn] | None = None,
 ) -> HMCResult:
-    """Run burn-in (with adaptation) then ``n_samples`` kept iterations (every ``thin``-th).
+    """Run ``n_burn`` burn-in iterations (step sizes adapted by dual averaging when ``adapt``,
+    trajectories of ``n_leapfrog_burn`` steps, ``burn_params(it, params)`` as the chain's
+    parameters when given) and then ``n_samples * thin`` iterations of ``n_leapfrog`` steps
+    at the frozen step size with ``params``, keeping every ``thin``-th.
 
-    ``burn_energy(it)``, if given, is the energy used at burn-in iteration ``it`` (e.g. a
-    tempering ramp towards the target); kept samples always use ``energy``."""
-    w = np.array(w0, dtype=float)
-    B, W = w.shape
-    theta = theta0
-    step = np.broadcast_to(np.asarray(step_size, dtype=float), (B,)).copy()
-    adapter = DualAveraging(step, target_accept) if adapt and n_burn > 0 else None
-    u, grad = energy(w, theta)
-    p = rng.standard_normal((B, W))
+    ``potential(params, theta, w)`` is U for one chain (gradient by ``jax.value_and_grad``);
+    ``w0`` is (B, W); ``theta0`` and ``params`` are pytrees with leading axis B (either may
+    be None); ``gibbs(key, params, w, theta)`` draws theta before every trajectory. ``log``
+    receives a progress line ten times; the loop then runs in ten compiled chunks, which
+    changes no number.
+    """
+    w = jnp.asarray(w0, dtype=jnp.float64)
+    if w.ndim != 2:
+        raise ValueError(f"w0 must have shape (chains, weights), got {w.shape}")
+    if n_burn < 0 or n_samples < 0 or thin < 1 or n_leapfrog < 1 or n_leapfrog_burn < 1:
+        raise ValueError("need n_burn, n_samples >= 0 and thin, n_leapfrog(_burn) >= 1")
+    if not 0.0 <= persistence < 1.0:
+        raise ValueError(f"persistence must be in [0, 1), got {persistence}")
+    B = w.shape[0]
+    theta0 = jax.tree_util.tree_map(jnp.asarray, theta0)
+    params = jax.tree_util.tree_map(jnp.asarray, params)
+    step = jnp.broadcast_to(jnp.asarray(step_size, dtype=jnp.float64), (B,))
+    adapting = bool(adapt) and n_burn > 0
+    # U and dU/dw are evaluated afresh before a trajectory after a Gibbs step, and at every
+    # burn-in iteration whose parameters change (then once more at the first kept one)
+    recompute_burn = gibbs is not None or burn_params is not None
+    recompute_keep = gibbs is not None
+    init, refresh, burn, keep = _programs(
+        potential, gibbs, burn_params, int(n_leapfrog_burn), int(n_leapfrog), int(thin),
+        adapting, recompute_burn, recompute_keep,
+    )  # fmt: skip
+    consts = {
+        "persistence": jnp.float64(persistence),
+        "jitter": jnp.float64(jitter),
+        "divergence_threshold": jnp.float64(divergence_threshold),
+        "target_accept": jnp.float64(target_accept),
+    }
+    key_init, key_loop = jax.random.split(key)
+    state = init(params, theta0, w, key_init)
     n_grad = B
-    divergent = np.zeros(B, dtype=int)
-    divergent_burn = np.zeros(B, dtype=int)
-    keep = {"w": [], "theta": [], "u": [], "a": [], "acc": [], "de": []}
-    burn_accept = np.zeros((n_burn, B))
     total = n_burn + n_samples * thin
-    target_energy = energy
-    for it in range(total):
-        burning = it < n_burn
-        if burn_energy is not None:
-            energy = burn_energy(it) if burning else target_energy
-            if burning or it == n_burn:
-                u, grad = energy(w, theta)
-                n_grad += B
-        if gibbs is not None:
-            theta = gibbs(w, theta, rng)
-            u, grad = energy(w, theta)
-            n_grad += B
-        # momentum refresh: full, or partial with persistence
-        noise = rng.standard_normal((B, W))
-        p = persistence * p + np.sqrt(1.0 - persistence**2) * noise if persistence > 0 else noise
-        h0 = u + 0.5 * np.sum(p * p, axis=1)
-        eps = step * rng.uniform(1.0 - jitter, 1.0 + jitter, B)
-        n_steps = n_leapfrog_burn if burning else n_leapfrog
-        with np.errstate(over="ignore", invalid="ignore"):
-            w1, p1, u1, g1 = leapfrog(energy, theta, w, p, grad, eps, n_steps)
-            h1 = u1 + 0.5 * np.sum(p1 * p1, axis=1)
-            d_h = h1 - h0
-        n_grad += B * n_steps
-        bad = ~np.isfinite(d_h) | (d_h > divergence_threshold) | ~np.all(np.isfinite(w1), axis=1)
-        if burning:
-            divergent_burn += bad
-        else:
-            divergent += bad
-        accept_prob = np.where(bad, 0.0, np.exp(np.minimum(0.0, -np.where(bad, 0.0, d_h))))
-        accepted = (rng.uniform(size=B) < accept_prob) & ~bad
-        w = np.where(accepted[:, None], w1, w)
-        u = np.where(accepted, u1, u)
-        grad = np.where(accepted[:, None], g1, grad)
-        # with persistence, a rejection reverses the momentum (keeps the chain reversible)
-        p = np.where(accepted[:, None], p1, -p)
-        if burning:
-            burn_accept[it] = accept_prob
-            if adapter is not None:
-                step = adapter.update(accept_prob)
-                if it == n_burn - 1:
-                    step = adapter.final
-        elif (it - n_burn) % thin == thin - 1:
-            keep["w"].append(w.copy())
-            keep["theta"].append(theta)
-            keep["u"].append(u.copy())
-            keep["a"].append(accept_prob)
-            keep["acc"].append(accepted)
-            keep["de"].append(np.where(np.isfinite(d_h), d_h, np.inf))
-        if log is not None and (it + 1) % max(1, total // 10) == 0:
-            log(f"  hmc iteration {it + 1}/{total}: mean acceptance {accept_prob.mean():.2f}")
+    every = max(1, total // N_LOG_CHUNKS) if log is not None else None
+
+    def report(stop, accept):
+        if log is not None and (stop % every == 0 or stop == total):
+            log(f"  hmc iteration {stop}/{total}: mean acceptance {float(accept.mean()):.2f}")
+
+    da = jax.vmap(dual_averaging_init)(step)
+    carry = (state, da, step, jnp.zeros((n_burn, B)), jnp.zeros(B, dtype=jnp.int32))
+    for start, stop in _chunks(0, n_burn, every):
+        carry = burn(carry, params, key_loop, consts, start, stop)
+        report(stop, carry[3][start:stop])
+    state, da, step, burn_accept, divergent_burn = carry
+    n_grad += B * n_burn * (n_leapfrog_burn + int(recompute_burn))
+    if adapting:
+        step = jnp.exp(da.log_step_bar)
+    if burn_params is not None and n_burn > 0 and not recompute_keep:
+        state = refresh(params, state)
+        n_grad += B
+    n_keep = n_samples * thin
+
+    def stacked(x, dtype=jnp.float64):
+        return jnp.zeros((n_samples, *jnp.shape(x)), dtype=dtype)
+
+    buf = {
+        "w": stacked(state.w),
+        "theta": jax.tree_util.tree_map(lambda t: stacked(t, t.dtype), state.theta),
+        "u": stacked(state.u),
+        "accept_prob": stacked(state.u),
+        "accepted": stacked(state.u, bool),
+        "energy_error": stacked(state.u),
+    }
+    carry = (state, step, jnp.zeros(B, dtype=jnp.int32))
+    for start, stop in _chunks(n_burn, total, every):
+        j0, j1 = start - n_burn, stop - n_burn  # kept-phase iteration numbers
+        buf, carry = keep(buf, carry, params, key_loop, consts, n_burn, j0, j1)
+        report(stop, buf["accept_prob"][j0 // thin : max(j0 // thin + 1, j1 // thin)])
+    _, step, divergent = carry
+    n_grad += B * n_keep * (n_leapfrog + int(recompute_keep))
+    out = jax.device_get(buf)
     return HMCResult(
-        samples=np.array(keep["w"]).reshape(len(keep["w"]), B, W),
-        thetas=keep["theta"],
-        energy=np.array(keep["u"]).reshape(-1, B),
-        accept_prob=np.array(keep["a"]).reshape(-1, B),
-        accepted=np.array(keep["acc"]).reshape(-1, B),
-        energy_error=np.array(keep["de"]).reshape(-1, B),
-        burn_accept=burn_accept,
-        divergent=divergent,
-        divergent_burn=divergent_burn,
-        step_size=step,
+        samples=out["w"],
+        thetas=out["theta"],
+        energy=out["u"],
+        accept_prob=out["accept_prob"],
+        accepted=out["accepted"],
+        energy_error=out["energy_error"],
+        burn_accept=np.asarray(burn_accept),
+        divergent=np.asarray(divergent),
+        divergent_burn=np.asarray(divergent_burn),
+        step_size=np.asarray(step),
         n_grad_evals=int(n_grad),
     )
