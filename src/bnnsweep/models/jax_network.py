@@ -1,0 +1,158 @@
+"""The regression network, its penalised error and the conjugate hyperparameter conditionals
+in JAX, for one weight vector at a time (samplers vmap them over chains).
+
+y_p(x) = sum_j W2[p, j] g(W1[j] . x + b1[j]) + b2[p]          (paper 001 sec. 3, thesis eq. 5.2)
+E_D(w) = 1/2 sum_n ||y(x_n; w) - t_n||^2,   E_Wk = 1/2 w_k^T w_k
+M(w)   = beta E_D(w) + sum_k alpha_k E_Wk(w)                     (thesis eq. 5.4-5.6)
+
+with g one of tanh, erf(a / sqrt 2) and the identity, and ``hidden = 0`` the linear model
+y = Wd x + b2. The flat weight layout is that of ``models.network.Network``
+([W1 (H x I), b1, W2 (P x H), b2] or [Wd (P x I), b2]) and the groups those of a
+``models.priors.WeightPrior`` (single, grouped or ARD), so that a weight vector means the
+same here and in the numpy code, which keeps the exact Hessians the Laplace and variational
+methods need.
+
+The Gibbs conditionals of the hyperparameters given the weights (Neal 1996 sec. 3.2;
+thesis sec. 5.3.1) are conjugate Gamma distributions (shape, rate):
+
+alpha_k | w ~ Gamma(a_k + W_k / 2, b_k + w_k^T w_k / 2),   beta | w ~ Gamma(a + N P / 2, b + E_D(w)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engines.jax_runtime import jax, jnp
+from .network import Network
+from .objective import PenalisedError
+from .priors import GammaPrior, WeightPrior
+
+SQRT_HALF = float(np.sqrt(0.5))
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkSpec:
+    """Architecture, activation and weight groups with their Gamma hyperpriors: everything
+    the JAX functions need apart from data and weights (static: closed over when traced)."""
+
+    n_inputs: int
+    n_hidden: int
+    n_outputs: int
+    activation: str
+    group_index: np.ndarray  # (W,) group of each weight
+    prior_shapes: np.ndarray  # (K,) Gamma shape a_k of each group's precision
+    prior_rates: np.ndarray  # (K,) Gamma rate b_k
+
+    @property
+    def n_weights(self) -> int:
+        return len(self.group_index)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.prior_shapes)
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return np.bincount(self.group_index, minlength=self.n_groups)
+
+
+def network_spec(network: Network, prior: WeightPrior | None = None) -> NetworkSpec:
+    """The spec of a ``models.network.Network`` with the groups of ``prior`` (one group of
+    all weights with a unit Gamma hyperprior when None). ``nrd`` priors (products of node
+    precisions) are not expressible here and are refused."""
+    if prior is None:
+        index = np.zeros(network.n_weights, dtype=int)
+        shapes, rates = np.ones(1), np.ones(1)
+    else:
+        if prior.partner_index is not None:
+            raise ValueError(f"prior {prior.kind!r} has no group-wise conjugate form")
+        if len(prior.group_index) != network.n_weights:
+            raise ValueError("the prior's groups do not match the network's weights")
+        index, shapes, rates = np.asarray(prior.group_index), prior.shapes, prior.rates
+    return NetworkSpec(
+        network.n_inputs, network.n_hidden, network.n_outputs, network.activation_name,
+        np.array(index, dtype=int), np.array(shapes, dtype=float), np.array(rates, dtype=float),
+    )  # fmt: skip
+
+
+def objective_spec(objective: PenalisedError) -> NetworkSpec:
+    """The spec of a ``models.objective.PenalisedError`` (its network and weight prior)."""
+    return network_spec(objective.network, objective.prior)
+
+
+def activation(name: str, a: jax.Array) -> jax.Array:
+    """g(a): tanh, erf(a / sqrt 2) (paper 002 eq. 2) or the identity."""
+    if name == "tanh":
+        return jnp.tanh(a)
+    if name == "erf":
+        return jax.scipy.special.erf(a * SQRT_HALF)
+    if name == "linear":
+        return a
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def forward(spec: NetworkSpec, x: jax.Array, w: jax.Array) -> jax.Array:
+    """Network outputs y (N, P) at inputs x (N, I) for one weight vector w (W,)."""
+    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
+    if H == 0:
+        wd = w[: P * I].reshape(P, I)
+        return x @ wd.T + w[P * I : P * I + P]
+    w1 = w[: H * I].reshape(H, I)
+    b1 = w[H * I : H * I + H]
+    start = H * I + H
+    w2 = w[start : start + P * H].reshape(P, H)
+    b2 = w[start + P * H : start + P * H + P]
+    z = activation(spec.activation, x @ w1.T + b1)
+    return z @ w2.T + b2
+
+
+def data_error(spec: NetworkSpec, x: jax.Array, t: jax.Array, w: jax.Array) -> jax.Array:
+    """E_D(w) = 1/2 sum_n ||y(x_n; w) - t_n||^2 (thesis eq. 5.4) for one weight vector."""
+    r = forward(spec, x, w) - t
+    return 0.5 * jnp.sum(r * r)
+
+
+def group_sum_squares(spec: NetworkSpec, w: jax.Array) -> jax.Array:
+    """w_k^T w_k of each group k, shape (K,)."""
+    return jax.ops.segment_sum(w * w, spec.group_index, num_segments=spec.n_groups)
+
+
+def weight_error(spec: NetworkSpec, w: jax.Array, alpha: jax.Array) -> jax.Array:
+    """sum_k alpha_k E_Wk(w) = 1/2 sum_i alpha_{k(i)} w_i^2 (thesis eq. 5.5-5.6)."""
+    return 0.5 * jnp.sum(alpha[spec.group_index] * w * w)
+
+
+def penalised_error(
+    spec: NetworkSpec, x: jax.Array, t: jax.Array, w: jax.Array, alpha: jax.Array, beta
+) -> jax.Array:
+    """M(w) = beta E_D(w) + sum_k alpha_k E_Wk(w), alpha (K,), beta scalar (thesis eq. 5.18)."""
+    return beta * data_error(spec, x, t, w) + weight_error(spec, w, alpha)
+
+
+def sample_alpha(key: jax.Array, spec: NetworkSpec, w: jax.Array) -> jax.Array:
+    """alpha_k | w ~ Gamma(a_k + W_k / 2, b_k + w_k^T w_k / 2), all K groups at once."""
+    shape = spec.prior_shapes + 0.5 * spec.group_sizes
+    rate = spec.prior_rates + 0.5 * group_sum_squares(spec, w)
+    return jax.random.gamma(key, shape) / rate
+
+
+def sample_beta(key: jax.Array, e_d: jax.Array, n_targets: int, noise: GammaPrior) -> jax.Array:
+    """beta | w ~ Gamma(a + N P / 2, b + E_D(w)) for N P noise terms and hyperprior (a, b)."""
+    return jax.random.gamma(key, noise.shape + 0.5 * n_targets) / (noise.rate + e_d)
+
+
+def gibbs_hyperparameters(
+    key: jax.Array,
+    spec: NetworkSpec,
+    x: jax.Array,
+    t: jax.Array,
+    w: jax.Array,
+    noise: GammaPrior,
+) -> tuple[jax.Array, jax.Array]:
+    """One draw of (alpha, beta) from their conditionals given w (independent given w)."""
+    k_alpha, k_beta = jax.random.split(key)
+    alpha = sample_alpha(k_alpha, spec, w)
+    beta = sample_beta(k_beta, data_error(spec, x, t, w), int(np.size(t)), noise)
+    return alpha, beta
