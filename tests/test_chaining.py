@@ -4,11 +4,11 @@ import dataclasses
 
 import numpy as np
 import pytest
-from scipy.special import logsumexp
 from test_laplace import linear_split
 
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.schedules import PAPER, schedule
+from bnnsweep.engines.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
 from bnnsweep.models.conjugate import linear_log_evidence_integrated
 from bnnsweep.models.marginal import MarginalModel
@@ -37,23 +37,40 @@ PROTOCOL = ChainProtocol(
 SEEDS = (0, 1, 2)
 
 
+def _richardson_ti_error(lambdas, phi) -> float:
+    """|TI on every link - TI on every second link| / 3: the trapezoid rule's discretisation
+    error estimate (Richardson), which no Monte Carlo standard error contains."""
+    means = phi.mean(axis=(1, 2))
+
+    def trapezoid(lam, m):
+        return -float(np.sum(0.5 * np.diff(lam) * (m[1:] + m[:-1])))
+
+    fine = trapezoid(lambdas, means)
+    coarse = trapezoid(lambdas[::2], means[::2]) if len(lambdas) % 2 else fine
+    return abs(fine - coarse) / 3.0
+
+
 @pytest.mark.parametrize("n", [20, 60])
 def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
-    """Ratio, TI and AIS within 3 of their replicate (jackknife) s.e. of the exact evidence
-    on every one of three seeds, and their s.e. in a sane range."""
+    """Ratio, TI and AIS within 3.5 of their replicate (jackknife, 16 replicates) s.e. of the
+    exact evidence on every one of three seeds (TI also within its discretisation error),
+    and their s.e. in a sane range."""
     split = linear_split(n=n)
     objective, noise = get_method("laplace").settings(LINEAR).build(split)
     reference = linear_log_evidence_integrated(objective, noise)
     model = MarginalModel(objective, noise)
+    lambdas = schedule("power4_50")
+    proto = dataclasses.replace(PROTOCOL, replicates=16)
     for seed in SEEDS:
-        res = run_chain(model, schedule("power4_50"), PROTOCOL, np.random.default_rng([n, seed]))
-        for value, se in [
-            (res.log_z_ratio, res.log_z_ratio_se),
-            (res.log_z_ti, res.log_z_ti_se),
-            (res.log_z_ais, res.log_z_ais_se),
+        res = run_chain(model, lambdas, proto, np.random.default_rng([n, seed]))
+        ti_bias = _richardson_ti_error(lambdas, res.phi_trace)
+        for value, se, bias in [
+            (res.log_z_ratio, res.log_z_ratio_se, 0.0),
+            (res.log_z_ti, res.log_z_ti_se, ti_bias),
+            (res.log_z_ais, res.log_z_ais_se, 0.0),
         ]:
             assert 0 < se < 1.0
-            assert abs(value - reference) < 3 * se, (seed, value, se, reference)
+            assert abs(value - reference) < 3.5 * se + bias, (seed, value, se, bias, reference)
         # paper 001 fig. 1a's error E(lambda, w) = lambda phi + E_0 at the last link's samples
         post = res.posterior_samples
         expected = model.phi(post)[0] + model.prior_energy(post)
@@ -141,33 +158,25 @@ class GaussianMixtureTarget:
         ]
 
     def _log_f(self, w):
-        comps, grads = [], []
-        for m, p, c in zip(self.means, self.precs, self.log_norms, strict=True):
-            d = w - m
-            comps.append(c - 0.5 * np.sum((d @ p) * d, axis=1))
-            grads.append(-(d @ p))
-        comps = np.array(comps)
-        resp = np.exp(comps - logsumexp(comps, axis=0))
-        return self.log_z + logsumexp(comps, axis=0), np.einsum("kb,kbw->bw", resp, np.array(grads))
+        comps = [
+            c - 0.5 * d @ (p @ d)
+            for m, p, c in zip(self.means, self.precs, self.log_norms, strict=True)
+            for d in [w - jnp.asarray(m)]
+        ]
+        return self.log_z + jax.scipy.special.logsumexp(jnp.stack(comps))
 
-    def _e0(self, w):
-        return (
-            0.5 * np.sum(w * w, axis=1) / self.sd0**2 + np.log(2 * np.pi * self.sd0**2),
-            w / self.sd0**2,
-        )
+    def prior_energy_one(self, w):
+        return 0.5 * jnp.sum(w * w) / self.sd0**2 + np.log(2 * np.pi * self.sd0**2)
+
+    def phi_one(self, w):
+        return -self._log_f(w) - self.prior_energy_one(w)
+
+    def potential(self, lam, _theta, w):
+        return lam * self.phi_one(w) + self.prior_energy_one(w)
 
     def phi(self, w):
-        lf, glf = self._log_f(w)
-        e0, ge0 = self._e0(w)
-        return -lf - e0, -glf - ge0
-
-    def tempered_energy(self, lam):
-        def energy(w, theta):
-            p, gp = self.phi(w)
-            e0, ge0 = self._e0(w)
-            return lam * p + e0, lam[:, None] * gp + ge0
-
-        return energy
+        value, grad = jax.vmap(jax.value_and_grad(self.phi_one))(jnp.asarray(w))
+        return np.asarray(value), np.asarray(grad)
 
     def sample_prior(self, n, rng):
         return rng.normal(0.0, self.sd0, size=(n, 2)), None

@@ -10,7 +10,8 @@ E_0(w) = -sum_k ln int N(w_k | 0, I/alpha_k) Gamma(alpha_k | a_k, b_k) d alpha_k
 exp(-E_0) is a normalised density (a product of multivariate Student-t), so the chain
 E(lambda, w) = lambda phi(w) + E_0(w) starts from a reference with evidence 1 and ends at
 Z(1) = p(D). For sampling, alpha is kept as an auxiliary variable with the Gibbs conditional
-alpha_k | w ~ Gamma(a_k + W_k/2, b_k + w_k^T w_k / 2), which leaves the marginal in w exact.
+alpha_k | w ~ Gamma(a_k + W_k/2, b_k + w_k^T w_k / 2), which leaves the marginal in w exact:
+the sampler's potential is U(w; alpha) = lambda phi(w) + sum_k alpha_k w_k^T w_k / 2.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
+from ..engines.jax_runtime import jax, jnp
+from .jax_network import data_error, group_sum_squares, objective_spec, sample_alpha, weight_error
 from .objective import PenalisedError
 from .priors import GammaPrior
 
@@ -29,6 +32,13 @@ LOG_2PI = np.log(2.0 * np.pi)
 
 @dataclass
 class MarginalModel:
+    """The chaining target E(lambda, w) = lambda phi(w) + E_0(w) for one dataset.
+
+    Per-weight-vector JAX functions (``phi_one``, ``prior_energy_one``, ``potential``,
+    ``gibbs``) feed the compiled sampler; ``phi``, ``prior_energy`` and
+    ``prior_energy_and_grad`` evaluate them, jitted and vectorised, on a numpy batch (B, W).
+    """
+
     objective: PenalisedError
     noise_prior: GammaPrior
 
@@ -48,42 +58,61 @@ class MarginalModel:
                 + 0.5 * sizes * LOG_2PI
             )
         )
+        self.spec = objective_spec(self.objective)
+        x, t = jnp.asarray(self.objective.x), jnp.asarray(self.objective.t)
+        spec, rate = self.spec, float(self.noise_prior.rate)
+        phi_shape, phi_const = float(self.phi_shape), float(self.phi_const)
+        e0_shapes, e0_const = jnp.asarray(self.e0_shapes), self.e0_const
+        rates = jnp.asarray(prior.rates)
+
+        def phi_one(w):
+            return phi_shape * jnp.log(rate + data_error(spec, x, t, w)) + phi_const
+
+        def prior_energy_one(w):
+            return jnp.sum(e0_shapes * jnp.log(rates + 0.5 * group_sum_squares(spec, w))) + e0_const
+
+        def potential(lam, alpha, w):
+            return lam * phi_one(w) + weight_error(spec, w, alpha)
+
+        def gibbs(key, _lam, w, _alpha):
+            return sample_alpha(key, spec, w)
+
+        def tempered(lam, w):
+            return lam * phi_one(w) + prior_energy_one(w)
+
+        self.phi_one, self.prior_energy_one = phi_one, prior_energy_one
+        self.potential, self.gibbs = potential, gibbs
+        self._phi_batch = jax.jit(jax.vmap(jax.value_and_grad(phi_one)))
+        self._e0_batch = jax.jit(jax.vmap(jax.value_and_grad(prior_energy_one)))
+        self._tempered = jax.jit(jax.value_and_grad(tempered, argnums=1))
 
     def phi(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """phi(w) (B,) and its gradient (B, W)."""
-        e_d, g_d = self.objective.data_error_and_grad(w)
-        base = self.noise_prior.rate + e_d
-        return self.phi_shape * np.log(base) + self.phi_const, (self.phi_shape / base)[
-            :, None
-        ] * g_d
+        value, grad = self._phi_batch(jnp.asarray(np.atleast_2d(w), dtype=jnp.float64))
+        return np.asarray(value), np.asarray(grad)
 
     def prior_energy(self, w: np.ndarray) -> np.ndarray:
         """E_0(w), the negative log of the normalised marginal prior, shape (B,)."""
-        prior = self.objective.prior
-        half_ss = 0.5 * prior.sum_squares(w)
-        return np.sum(self.e0_shapes * np.log(prior.rates + half_ss), axis=1) + self.e0_const
+        return self.prior_energy_and_grad(w)[0]
 
     def prior_energy_and_grad(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """E_0(w) (B,) and dE_0/dw = (a_k + W_k/2) w / (b_k + w_k^T w_k / 2) per group, (B, W)."""
-        prior = self.objective.prior
-        w = np.atleast_2d(w)
-        base = prior.rates + 0.5 * prior.sum_squares(w)
-        value = np.sum(self.e0_shapes * np.log(base), axis=1) + self.e0_const
-        return value, prior.per_weight(self.e0_shapes / base) * w
+        value, grad = self._e0_batch(jnp.asarray(np.atleast_2d(w), dtype=jnp.float64))
+        return np.asarray(value), np.asarray(grad)
 
     def tempered_minimum(
         self, lam: float, w0: np.ndarray, max_iter: int
     ) -> tuple[np.ndarray, float, int]:
-        """A local minimum of E(lam, w) = lam phi(w) + E_0(w) by L-BFGS from ``w0``: the weights,
-        the energy and the number of gradient evaluations."""
+        """A local minimum of E(lam, w) = lam phi(w) + E_0(w) by L-BFGS from ``w0`` (a jitted
+        value and gradient): the weights, the energy and the number of gradient evaluations."""
+        lam_j = jnp.float64(lam)
 
         def fun(w):
-            phi, g_phi = self.phi(w[None, :])
-            e0, g_e0 = self.prior_energy_and_grad(w[None, :])
-            value = lam * phi[0] + e0[0]
+            value, grad = self._tempered(lam_j, jnp.asarray(w))
+            value = float(value)
             if not np.isfinite(value):
                 return np.inf, np.zeros_like(w)
-            return float(value), lam * g_phi[0] + g_e0[0]
+            return value, np.asarray(grad)
 
         res = minimize(fun, w0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
         return res.x, float(res.fun), int(res.nfev)
@@ -125,24 +154,11 @@ class MarginalModel:
                 n_evals += evals
                 starts[k, r] = w if np.isfinite(value) else best
         w0 = starts.reshape(-1, starts.shape[-1])
-        return w0, self.gibbs_alpha(w0, None, rng), n_evals
+        return w0, self.alpha_given(w0, rng), n_evals
 
-    def tempered_energy(self, lam: np.ndarray):
-        """U(w; alpha) = lam phi(w) + sum_k alpha_k w_k^T w_k / 2, per chain lam (B,)."""
-        prior = self.objective.prior
-
-        def energy(w, alpha):
-            value, grad = self.phi(w)
-            a_w = prior.per_weight(alpha)
-            return (
-                lam * value + 0.5 * np.sum(a_w * w * w, axis=1),
-                lam[:, None] * grad + a_w * w,
-            )
-
-        return energy
-
-    def gibbs_alpha(self, w: np.ndarray, alpha, rng: np.random.Generator) -> np.ndarray:
-        """alpha_k | w ~ Gamma(a_k + W_k/2, rate b_k + w_k^T w_k / 2), shape (B, K)."""
+    def alpha_given(self, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """alpha_k | w ~ Gamma(a_k + W_k/2, rate b_k + w_k^T w_k / 2), shape (B, K): the
+        chains' first auxiliary state (the sampler's ``gibbs`` draws it afresh in JAX)."""
         prior = self.objective.prior
         rate = prior.rates + 0.5 * prior.sum_squares(w)
         return rng.gamma(self.e0_shapes, 1.0 / rate)

@@ -1,9 +1,15 @@
 """Monte Carlo chaining (paper 001 sec. 2-3): every link of the schedule sampled by HMC in
 one vectorised batch, then the ratio, thermodynamic-integration and AIS estimates.
 
-A target provides ``phi(w) -> (value, grad)``, ``tempered_energy(lam) -> energy(w, theta)``
-for per-chain lambdas, an optional Gibbs step ``gibbs_alpha(w, theta, rng)``, and exact
-draws from the normalised reference ``sample_prior(n, rng) -> (w, theta)``.
+A target provides, as JAX functions of one weight vector, ``phi_one(w)``,
+``potential(lam, theta, w)`` (the sampler's U at tempering lambda with auxiliary theta) and
+``gibbs(key, lam, w, theta)`` (or None), optionally ``prior_energy_one(w)`` (E_0, for the
+energy trace of paper 001 fig. 1a); and in numpy exact draws from the normalised reference
+``sample_prior(n, rng) -> (w, theta)``, optionally ``start_points`` or
+``optimised_start_points`` for the chains' starts.
+
+The links' chains run as one compiled HMC batch (``engines.mcmc.hmc``); AIS particles move
+through their temperatures in one compiled scan of the same HMC transition.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mcmc import hmc as hmc_sampler
+from ..jax_runtime import jax, jnp, key_from_rng
+from ..mcmc import hmc
 from .estimators import ais_estimate, ratio_estimate, thermodynamic
 
 
@@ -67,12 +74,10 @@ class ChainResult:
 
 
 def _phi_chunked(target, w: np.ndarray, chunk: int) -> np.ndarray:
-    flat = w.reshape(-1, w.shape[-1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.concatenate(
-            [target.phi(flat[i : i + chunk])[0] for i in range(0, len(flat), chunk)]
-        )
-    # weights so large that the network output overflows have E_D -> infinity: zero weight
+    """phi at every weight vector of ``w`` (..., W), in jitted batches of ``chunk``; weights
+    so large that the network output overflows have E_D -> infinity: zero weight."""
+    flat = np.asarray(w).reshape(-1, w.shape[-1])
+    out = np.concatenate([target.phi(flat[i : i + chunk])[0] for i in range(0, len(flat), chunk)])
     return np.where(np.isnan(out), np.inf, out).reshape(w.shape[:-1])
 
 
@@ -113,27 +118,28 @@ def run_chain(
     start_seconds = time.perf_counter() - started
     ramp = max(1, int(proto.ramp_fraction * proto.burn_in))
 
-    def burn_energy(it):
+    def burn_params(it, lam_chain):
         # every chain anneals from lambda = 0 to its own lambda over the first part of
         # burn-in, as a sequential chain would arrive from the previous link
-        return target.tempered_energy(lam * min(1.0, (it + 1) / ramp))
+        return lam_chain * jnp.minimum(1.0, (it + 1.0) / ramp)
 
-    result = hmc_sampler.sample(
-        target.tempered_energy(lam),
+    result = hmc.sample(
+        target.potential,
         w0,
         theta0,
-        rng,
+        lam,
+        key_from_rng(rng),
         n_burn=proto.burn_in,
         n_samples=S,
         n_leapfrog_burn=proto.burn_leapfrog,
         n_leapfrog=proto.leapfrog,
         step_size=proto.step_size,
-        gibbs=getattr(target, "gibbs_alpha", None),
+        gibbs=getattr(target, "gibbs", None),
         persistence=proto.persistence,
         target_accept=proto.target_accept,
         log=log,
         # chains started at their own modes need no annealing from the reference
-        burn_energy=burn_energy if proto.ramp_fraction > 0 and not optimised else None,
+        burn_params=burn_params if proto.ramp_fraction > 0 and not optimised else None,
     )
     phi_links = _phi_chunked(target, result.samples, proto.phi_chunk)  # (S, K*C)
     phi_links = phi_links.T.reshape(K, C, S)
@@ -183,37 +189,58 @@ def refine_schedule(lambdas: np.ndarray, substeps: int) -> tuple[np.ndarray, np.
     return np.concatenate([[lambdas[0]], fine.ravel()]), link
 
 
+def _ais_program(target, n_steps: int):
+    """The compiled AIS sweep for one target: particles (P, W) with auxiliary theta, through
+    temperatures ``fine`` (T + 1,), with the HMC step size ``steps[k]`` at temperature k."""
+
+    def particle(key, w, theta, fine, steps, consts):
+        state = hmc.ChainState(w, jnp.zeros_like(w), jnp.zeros(()), jnp.zeros_like(w), theta)
+
+        def body(carry, k):
+            state, log_w = carry
+            log_w = log_w - (fine[k] - fine[k - 1]) * jnp.nan_to_num(
+                target.phi_one(state.w), nan=jnp.inf
+            )
+            # one transition (Gibbs + HMC) leaving the k-th distribution invariant
+            state, info = hmc.transition(
+                jax.random.fold_in(key, k), state, fine[k], steps[k], consts,
+                potential=target.potential, gibbs=getattr(target, "gibbs", None), n_steps=n_steps,
+                recompute=True,
+            )  # fmt: skip
+            return (state, log_w), info.accept_prob
+
+        ks = jnp.arange(1, fine.shape[0] - 1)
+        (state, log_w), accept = jax.lax.scan(body, (state, jnp.zeros(())), ks)
+        last = fine.shape[0] - 1
+        log_w = log_w - (fine[last] - fine[last - 1]) * jnp.nan_to_num(
+            target.phi_one(state.w), nan=jnp.inf
+        )
+        return log_w, accept.mean()
+
+    return jax.jit(jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)))
+
+
 def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
     """Annealed importance sampling (Neal 2001) along the schedule refined by
     ``ais_substeps`` temperatures per link: particles from the reference, weights
     accumulated at each temperature, one HMC transition (with Gibbs) at each intermediate
-    distribution using the step size adapted for the link that holds it."""
+    distribution using the step size adapted for the link that holds it. The particles form
+    ``replicates`` independent groups for the standard error."""
     n = proto.ais_particles
     fine, link = refine_schedule(lambdas, proto.ais_substeps)
     w, theta = target.sample_prior(n, rng)
-    log_w = np.zeros(n)
-    phi, _ = target.phi(w)
-    n_grad = 0
-    gibbs = getattr(target, "gibbs_alpha", None)
-    for k in range(1, len(fine)):
-        log_w += -(fine[k] - fine[k - 1]) * np.where(np.isnan(phi), np.inf, phi)
-        if k == len(fine) - 1:
-            break
-        res = hmc_sampler.sample(
-            target.tempered_energy(np.full(n, fine[k])),
-            w,
-            theta,
-            rng,
-            n_burn=0,
-            n_samples=1,
-            n_leapfrog_burn=proto.ais_leapfrog,
-            n_leapfrog=proto.ais_leapfrog,
-            step_size=steps[link[k - 1] - 1],
-            gibbs=gibbs,
-            adapt=False,
-        )
-        w, theta = res.samples[-1], res.thetas[-1]
-        n_grad += res.n_grad_evals
-        phi, _ = target.phi(w)
-    value, se, ess = ais_estimate(log_w, proto.replicates)
+    # the step size of the link holding each temperature (index 0 unused)
+    step_at = np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
+    consts = {
+        "persistence": jnp.float64(0.0),
+        "jitter": jnp.float64(0.1),
+        "divergence_threshold": jnp.float64(1000.0),
+    }
+    keys = jax.random.split(key_from_rng(rng), n)
+    log_w, _ = _ais_program(target, proto.ais_leapfrog)(
+        keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
+        jnp.asarray(fine), jnp.asarray(step_at), consts,
+    )  # fmt: skip
+    value, se, ess = ais_estimate(np.asarray(log_w), proto.replicates)
+    n_grad = n * (len(fine) - 2) * (proto.ais_leapfrog + 1)
     return value, se, ess, n_grad
