@@ -10,9 +10,9 @@ from snakemake.utils import min_version
 min_version("8.10")
 
 from bnnsweep.config import ConfigError, expand, validate
-from bnnsweep.jobsize import resources, short_cells
+from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.runlock import clear_stale_locks, record_owner
-from bnnsweep.sweep import cell_index, fit_arguments
+from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 
 
 # The default sweep, unless another config is given with --configfile (which would otherwise
@@ -36,20 +36,20 @@ onstart:
     record_owner(".snakemake")
 
 
+# Cells, and the batches (one job each) they are fitted in: bnnsweep.jobsize.plan_batches,
+# from the config's `batching` section.
 try:
     CONFIG = validate(config)
     CELLS = cell_index(expand(CONFIG))
+    BATCHES = plan_batches(list(CELLS.values()), batching_settings(CONFIG))
 except (ConfigError, ValueError) as err:
     sys.stderr.write(f"bnnsweep: invalid configuration: {err}\n")
     sys.exit(1)
 
 RESULTS = CONFIG["results_dir"]
-GROUPING = CONFIG["grouping"]
-GROUPS = (
-    short_cells(list(CELLS.values()), GROUPING["short_minutes"])
-    if GROUPING["mode"] == "group"
-    else {}
-)
+CODE_RERUNS = CONFIG["code_reruns"]
+
+
 envvars:
     "PATH",
 

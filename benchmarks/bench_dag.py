@@ -1,20 +1,29 @@
 """Benchmark: how the workflow scales and what it costs per job.
 
-1. DAG: ``snakemake --dry-run`` of a generated sweep of ``--dag-cells`` cells (default 10,000:
-   the ``exact`` method on toy_sine over that many seeds) in a temporary directory; prints the
-   wall time to build the DAG (target: under 60 s for 10,000 cells).
+1. DAG: ``snakemake --dry-run`` of a generated sweep of ``--dag-cells`` cells (default
+   100,000: the ``exact`` method on toy_sine over that many seeds, batched by the default
+   ``batching``) in a temporary directory; prints the wall time to plan the batches and build
+   the DAG (target: under 120 s for 100,000 cells).
 2. Trivial cells: ``--cells`` (default 500) ``exact`` cells run locally with ``snakemake
    --cores C``; the fit time of each cell is its ``runtime_s`` (the method alone, as recorded
-   in the cell file), so ``C x wall - sum(runtime_s)`` is the core time spent outside fits
-   (process start, imports, data loading, NetCDF writing, Snakemake scheduling, merge and
-   table). Prints the per-job overhead (that, per fit job) and the fraction of the cores' wall
-   time spent outside fits.
+   in the cell file). Two measures of what is spent outside fits (process start, imports,
+   data loading, NetCDF writing, Snakemake scheduling, merge and table): by CPU time, the
+   CPU time of Snakemake and all its jobs minus ``sum(runtime_s)``, over that CPU time; by
+   core time, ``C x wall - sum(runtime_s)`` over ``C x wall`` (which also counts a core left
+   idle while the last jobs finish).
 3. The default sweep (config/config.yaml) the same way, into a temporary results directory
    (target: under 10% of the time outside fits).
+4. ``--adf``: PBP and EBP on boston_housing, energy and yacht, every split (config
+   uci_adf.yaml restricted to them), through Snakemake with the default batching (one
+   vectorised job per dataset and method), against the same fits batched in one process
+   (``fit_many``); ``--adf-one-per-job`` also runs them one job per cell and compares every
+   cell file bitwise.
 
+``--batching none`` runs 2-4 with one job per cell, for the comparison.
 Everything runs in temporary directories; nothing under the project's results/ is touched.
 Writes benchmarks/results/bench_dag.json.
 Run: python benchmarks/bench_dag.py [--cells N] [--dag-cells N] [--cores C] [--skip-default]
+     [--adf] [--adf-one-per-job] [--batching auto|none]
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -39,9 +49,13 @@ OUT = ROOT / "benchmarks" / "results" / "bench_dag.json"
 EXPERIMENT = "bench"
 
 
-def generated_config(n_cells: int) -> dict:
+ADF_DATASETS = ["boston_housing", "energy", "yacht"]
+
+
+def generated_config(n_cells: int, batching: str = "auto") -> dict:
     """A sweep of ``n_cells`` exact cells on toy_sine, one per seed."""
     return {
+        "batching": {"mode": batching},
         "experiments": {
             EXPERIMENT: {
                 "description": f"{n_cells} closed-form linear-regression cells",
@@ -50,8 +64,14 @@ def generated_config(n_cells: int) -> dict:
                 "figures": ["error_table"],
                 "methods": {"exact": {"hidden": 0}},
             }
-        }
+        },
     }
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished descendant of this process."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def snakemake(workdir: Path, config: Path, *extra: str) -> float:
@@ -77,10 +97,10 @@ def write_config(workdir: Path, config: dict) -> Path:
     return path
 
 
-def dag_seconds(n_cells: int) -> float:
+def dag_seconds(n_cells: int, batching: str = "auto") -> float:
     with tempfile.TemporaryDirectory(prefix="bench_dag_") as tmp:
         workdir = Path(tmp)
-        config = write_config(workdir, generated_config(n_cells))
+        config = write_config(workdir, generated_config(n_cells, batching))
         return snakemake(workdir, config, "--dry-run", "--quiet", "all", "--cores", "1")
 
 
@@ -94,56 +114,137 @@ def fit_seconds(results: Path) -> tuple[float, int]:
     return total, cells
 
 
-def run_sweep(config: dict | Path, cores: int) -> dict:
-    """Run a sweep locally in a temporary directory; wall time against summed fit time."""
+def run_sweep(config: dict | Path, cores: int, batching: str = "auto", keep=None) -> dict:
+    """Run a sweep locally in a temporary directory; wall and CPU time against summed fit
+    time. ``keep``: copy the results directory there."""
     with tempfile.TemporaryDirectory(prefix="bench_run_") as tmp:
         workdir = Path(tmp)
         if isinstance(config, Path):
-            path = workdir / config.name
-            shutil.copy(config, path)
+            raw = yaml.safe_load(config.read_text())
         else:
-            path = write_config(workdir, config)
+            raw = dict(config)
+        raw["batching"] = {**raw.get("batching", {}), "mode": batching}
+        path = write_config(workdir, raw)
+        cpu = children_cpu()
         wall = snakemake(workdir, path, "--cores", str(cores), "--quiet", "progress", "rules")
+        cpu = children_cpu() - cpu
         fits, cells = fit_seconds(workdir / "results")
+        jobs = len(list((workdir / "results").glob("logs/*/batches/*.log")))
+        if keep is not None:
+            shutil.copytree(workdir / "results", keep)
     outside = cores * wall - fits
     return {
         "cells": cells,
+        "fit_jobs": jobs,
+        "batching": batching,
         "cores": cores,
         "wall_s": wall,
+        "cpu_s": cpu,
         "fit_s_total": fits,
-        "overhead_s_per_job": outside / cells,
-        "fraction_outside_fits": outside / (cores * wall),
+        "overhead_cpu_s_per_cell": (cpu - fits) / cells,
+        "fraction_cpu_outside_fits": (cpu - fits) / cpu,
+        "fraction_core_time_outside_fits": outside / (cores * wall),
     }
 
 
 def report(name: str, r: dict) -> None:
     print(
-        f"{name}: {r['cells']} cells on {r['cores']} cores in {r['wall_s']:.1f} s wall; "
-        f"fits {r['fit_s_total']:.1f} s in total ({r['fit_s_total'] / r['cells']:.3f} s per cell); "
-        f"overhead {r['overhead_s_per_job']:.2f} core-s per job; "
-        f"{100 * r['fraction_outside_fits']:.1f}% of the cores' wall time outside fits"
+        f"{name}: {r['cells']} cells in {r['fit_jobs']} fit jobs (batching {r['batching']}) on "
+        f"{r['cores']} cores in {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU; fits "
+        f"{r['fit_s_total']:.1f} s in total ({r['fit_s_total'] / r['cells']:.3f} s per cell); "
+        f"{r['overhead_cpu_s_per_cell']:.2f} CPU-s per cell outside fits; outside fits: "
+        f"{100 * r['fraction_cpu_outside_fits']:.1f}% of the CPU time, "
+        f"{100 * r['fraction_core_time_outside_fits']:.1f}% of the cores' wall time"
     )
+
+
+def adf_config() -> dict:
+    """config/uci_adf.yaml restricted to boston_housing, energy and yacht."""
+    config = yaml.safe_load((ROOT / "config" / "uci_adf.yaml").read_text())
+    experiment = config["experiments"]["uci_adf"]
+    experiment["datasets"] = ADF_DATASETS
+    return {"experiments": {"uci_adf": experiment}}
+
+
+def adf_in_one_process(config: dict) -> dict:
+    """The ADF fits of ``config`` batched in this process, one ``fit_many`` per dataset and
+    method (as a throwaway script would); CPU seconds of the fits and of the whole."""
+    from bnnsweep import datasets
+    from bnnsweep.config import expand, validate
+    from bnnsweep.methods import get_method
+
+    start = time.process_time()
+    cells = expand(validate(config))
+    groups: dict[tuple, list] = {}
+    for cell in cells:
+        groups.setdefault((cell.method_name, cell.dataset), []).append(cell)
+    fit_cpu = 0.0
+    for (method_name, dataset), group in groups.items():
+        method = get_method(method_name)
+        data = datasets.load(dataset)
+        splits = [data.split(c.split) for c in group]
+        t = time.process_time()
+        method.fit_many(
+            splits, method.settings(group[0].settings), [c.rng() for c in group], log=lambda m: None
+        )
+        fit_cpu += time.process_time() - t
+    return {"cells": len(cells), "cpu_s": time.process_time() - start, "fit_cpu_s": fit_cpu}
+
+
+def compare_results(a: Path, b: Path) -> dict:
+    from bnnsweep.compare import differing_variables
+
+    files = sorted(p.relative_to(a) for p in a.glob("*/cells/**/*.nc"))
+    differing = {str(f): d for f in files if (d := differing_variables(a / f, b / f))}
+    return {"cells_compared": len(files), "differing": differing}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=500, help="trivial cells to run locally")
-    parser.add_argument("--dag-cells", type=int, default=10_000, help="cells of the dry-run DAG")
+    parser.add_argument("--dag-cells", type=int, default=100_000, help="cells of the dry-run DAG")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--skip-default", action="store_true", help="skip the default sweep")
+    parser.add_argument("--skip-dag", action="store_true", help="skip the dry-run DAG")
+    parser.add_argument("--skip-trivial", action="store_true", help="skip the trivial cells")
+    parser.add_argument("--adf", action="store_true", help="the ADF comparison (minutes)")
+    parser.add_argument(
+        "--adf-one-per-job", action="store_true", help="ADF also one job per cell, compared bitwise"
+    )
+    parser.add_argument("--batching", choices=["auto", "none"], default="auto")
     args = parser.parse_args(argv)
 
     out: dict = {"load_average_1min_at_start": os.getloadavg()[0]}
-    dag = dag_seconds(args.dag_cells)
-    out["dag"] = {"cells": args.dag_cells, "seconds": dag, "target_s": 60}
-    print(f"DAG of {args.dag_cells} cells (dry run): {dag:.1f} s (target < 60 s)")
-
-    out["trivial"] = run_sweep(generated_config(args.cells), args.cores)
-    report("trivial exact cells", out["trivial"])
+    if not args.skip_dag:
+        dag = dag_seconds(args.dag_cells, args.batching)
+        out["dag"] = {"cells": args.dag_cells, "seconds": dag, "target_s": 120}
+        print(f"DAG of {args.dag_cells} cells (dry run): {dag:.1f} s (target < 120 s)")
+    if not args.skip_trivial:
+        out["trivial"] = run_sweep(generated_config(args.cells), args.cores, args.batching)
+        report("trivial exact cells", out["trivial"])
     if not args.skip_default:
-        out["default"] = run_sweep(ROOT / "config" / "config.yaml", args.cores)
+        out["default"] = run_sweep(ROOT / "config" / "config.yaml", args.cores, args.batching)
         report("default sweep (config/config.yaml)", out["default"])
         print("target: < 10% of the time outside fits for the default sweep")
+    if args.adf:
+        with tempfile.TemporaryDirectory(prefix="bench_adf_") as tmp:
+            batched = Path(tmp) / "batched"
+            out["adf_workflow"] = run_sweep(adf_config(), args.cores, "auto", keep=batched)
+            report("ADF through the workflow", out["adf_workflow"])
+            out["adf_one_process"] = one = adf_in_one_process(adf_config())
+            ratio = out["adf_workflow"]["cpu_s"] / one["cpu_s"]
+            out["adf_cpu_ratio"] = ratio
+            print(
+                f"ADF in one process: {one['cells']} cells, {one['cpu_s']:.1f} s CPU "
+                f"({one['fit_cpu_s']:.1f} s in fit_many); workflow / one process = "
+                f"{ratio:.2f} (target <= 1.2)"
+            )
+            if args.adf_one_per_job:
+                single = Path(tmp) / "single"
+                out["adf_one_per_job"] = run_sweep(adf_config(), args.cores, "none", keep=single)
+                report("ADF one job per cell", out["adf_one_per_job"])
+                out["adf_bitwise"] = compare_results(batched, single)
+                print(f"batched against one job per cell: {out['adf_bitwise']}")
     out["load_average_1min_at_end"] = os.getloadavg()[0]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2) + "\n")

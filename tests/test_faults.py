@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
+import yaml
 
 from bnnsweep import results, runner
 from bnnsweep.compare import differing_variables
@@ -28,11 +29,11 @@ pytestmark = pytest.mark.workflow
 CELL_GLOB = "results/smoke/cells/**/*.nc"
 
 
-def command(workdir: Path) -> list[str]:
+def command(workdir: Path, config: str = "smoke.yaml") -> list[str]:
     return snakemake_command(
         ROOT,
         workdir,
-        workdir / "smoke.yaml",
+        workdir / config,
         "--cores",
         "2",
         # what `snakemake` run from the repository picks up by itself (rerun-incomplete)
@@ -61,8 +62,8 @@ def fresh(workdir: Path) -> Path:
     return workdir
 
 
-def run(workdir: Path) -> None:
-    proc = subprocess.run(command(workdir), capture_output=True, text=True, timeout=600)
+def run(workdir: Path, config: str = "smoke.yaml") -> None:
+    proc = subprocess.run(command(workdir, config), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -83,11 +84,11 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
-def run_and_kill(workdir: Path, ready, timeout: float = 300.0) -> None:
+def run_and_kill(workdir: Path, ready, timeout: float = 300.0, config="smoke.yaml") -> None:
     """Start the sweep in its own process group, wait until ``ready()``, then SIGKILL the
     group and every descendant (jobs included), as a node failure or `kill -9` would."""
     proc = subprocess.Popen(
-        command(workdir),
+        command(workdir, config),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -106,9 +107,9 @@ def run_and_kill(workdir: Path, ready, timeout: float = 300.0) -> None:
     proc.wait(timeout=30)
 
 
-def fits_run(workdir: Path) -> dict[str, int]:
+def fits_run(workdir: Path, experiment: str = "smoke") -> dict[str, int]:
     """How often each cell's fit started (each start appends 'fitting' to its log)."""
-    logs = (workdir / "results" / "logs" / "smoke").glob("*/*/*.log")
+    logs = (workdir / "results" / "logs" / experiment).glob("*/*/*.log")
     return {f"{p.parent.name}/{p.stem}": p.read_text().count("fitting ") for p in logs}
 
 
@@ -160,6 +161,59 @@ def test_sigkill_then_same_command_resumes(reference, tmp_path, point):
         Path("results/smoke/merged.nc")
     ]:
         assert differing_variables(workdir / rel, reference / rel) == [], rel
+
+
+# --- a batch of cells killed half-way -----------------------------------------------------
+
+BATCH = {
+    "experiments": {
+        "batch": {
+            "datasets": ["toy_sine"],
+            "figures": ["error_table"],
+            "methods": {"map": {"hidden": [1, 2, 3, 4, 5, 6], "activation": "erf", "restarts": 3}},
+        }
+    }
+}
+
+
+def batch_config(workdir: Path, **top) -> Path:
+    workdir.mkdir(parents=True)
+    (workdir / "batch.yaml").write_text(yaml.safe_dump({**BATCH, **top}))
+    return workdir
+
+
+def written(path: Path) -> str:
+    """A cell file's creation stamp (its mtime changes when Snakemake touches a kept cell)."""
+    with xr.open_dataset(path) as ds:
+        return ds.attrs["created"] + str(ds.runtime_s.item())
+
+
+def test_batch_killed_half_way_fits_only_its_unfinished_cells(tmp_path):
+    """Six map cells in one batch job (default batching) are SIGKILLed after some are
+    written; the same command fits only the others, and every cell equals bitwise the cell
+    of a run with one job per cell."""
+    one_per_job = batch_config(tmp_path / "one_per_job", batching={"mode": "none"})
+    run(one_per_job, "batch.yaml")
+    workdir = batch_config(tmp_path / "batched")
+    cells = lambda: [p for p in workdir.glob("results/batch/cells/**/*.nc")]  # noqa: E731
+    dry = subprocess.run([*command(workdir, "batch.yaml"), "-n"], capture_output=True, text=True)
+    assert dry.stdout.count("rule fit_batch__map__") == 1, "the six cells are one batch job"
+    run_and_kill(workdir, lambda: len(cells()) >= 2, config="batch.yaml")
+    finished = {p: written(p) for p in cells()}
+    assert 2 <= len(finished) < 6, "killed half-way"
+    before = fits_run(workdir, "batch")
+
+    run(workdir, "batch.yaml")
+
+    after = fits_run(workdir, "batch")
+    assert len(cells()) == len(after) == 6
+    for path, stamp in finished.items():
+        key = f"{path.parent.name}/{path.stem}"
+        assert written(path) == stamp and after[key] == before[key] == 1, key
+    assert sum(after.values()) - sum(before.values()) == 6 - len(finished)
+    for path in cells():
+        rel = path.relative_to(workdir)
+        assert differing_variables(path, one_per_job / rel) == [], rel
 
 
 def test_stale_lock_of_live_or_foreign_owner_is_kept(tmp_path):

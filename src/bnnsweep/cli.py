@@ -1,7 +1,9 @@
-"""The ``bnnsweep`` command line: fit one cell, prepare data, list, merge, draw figures.
+"""The ``bnnsweep`` command line: fit one cell or a batch, prepare data, list, merge, draw
+figures, validate and plan a sweep.
 
 The Snakemake rules call these same commands, so a cell run by hand and a cell run by the
-workflow are the same computation.
+workflow are the same computation. Every command imports only what it needs (the method
+registry for fits, matplotlib for figures), inside its function.
 """
 
 from __future__ import annotations
@@ -122,11 +124,45 @@ def cmd_figure(args) -> int:
     return 0
 
 
-def cmd_validate(args) -> int:
+def cmd_fit_batch(args) -> int:
+    from .runner import fit_batch
+
+    try:
+        spec = json.loads(Path(args.spec).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"batch spec {args.spec!r} does not exist") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"batch spec {args.spec!r} is not valid JSON: {err}") from None
+    counts = fit_batch(spec, _logger(args.log))
+    _logger(args.log)(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
+    return 0
+
+
+def _config_cells(path):
     from .config import expand, load
 
-    cells = expand(load(args.config))
+    config = load(path)
+    return config, expand(config)
+
+
+def cmd_validate(args) -> int:
+    from collections import Counter
+
+    config, cells = _config_cells(args.config)
     print(f"{args.config}: valid, {len(cells)} cell(s)")
+    counts = Counter((c.experiment, c.method) for c in cells)
+    for (experiment, label), n in sorted(counts.items()):
+        print(f"  {experiment} / {label}: {n} cell(s)")
+    print(f"`bnnsweep plan {args.config}` shows how they batch and what they cost")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from .jobsize import plan_table
+
+    config, cells = _config_cells(args.config)
+    results_dir = args.results or config["results_dir"]
+    print(plan_table(config, cells, results_dir))
     return 0
 
 
@@ -175,28 +211,44 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="validate a config file and count its cells")
     val.add_argument("config")
     val.set_defaults(func=cmd_validate)
+
+    batch = sub.add_parser(
+        "fit-batch", help="fit the cells of a batch spec in one process, one file per cell"
+    )
+    batch.add_argument("spec", help="batch spec (JSON) written by the workflow")
+    batch.add_argument("--log", help="append progress to this file instead of stdout")
+    batch.set_defaults(func=cmd_fit_batch)
+
+    plan = sub.add_parser(
+        "plan", help="cells, batches, estimated core-hours and memory of a config, per method"
+    )
+    plan.add_argument("config")
+    plan.add_argument(
+        "--results",
+        help="results directory whose cells calibrate the estimate (default: the config's)",
+    )
+    plan.set_defaults(func=cmd_plan)
     return parser
+
+
+def _user_errors() -> tuple[type, ...]:
+    """Errors that mean bad input (one line, exit 2), imported only when one occurred."""
+    from .runner import WriteError
+
+    # ConfigError, DatasetError and SettingsError are ValueErrors
+    return (ValueError, FileNotFoundError, WriteError)
 
 
 def main(argv: list[str] | None = None) -> int:
     from . import allocator
-    from .config import ConfigError
-    from .datasets.base import DatasetError
-    from .method_base import SettingsError
-    from .runner import WriteError
 
     allocator.tune()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (
-        ConfigError,
-        DatasetError,
-        SettingsError,
-        ValueError,
-        FileNotFoundError,
-        WriteError,
-    ) as err:
+    except Exception as err:
+        if not isinstance(err, _user_errors()):
+            raise
         print(f"bnnsweep: error: {err}", file=sys.stderr)
         return 2
 

@@ -93,6 +93,8 @@ def validate(config: dict) -> dict:
     )
     if errors:
         raise ConfigError(_describe(errors[0], sch))
+    if config.get("grouping", {}).get("mode") == "group":  # the deprecated spelling
+        config["batching"]["mode"] = "auto"
     return config
 
 
@@ -152,6 +154,15 @@ def expand(config: dict) -> list[Cell]:
             cells.extend(expand_experiment(name, experiment, split_names))
         except SettingsError as err:
             raise ConfigError(f"config key 'experiments.{name}': {err}") from None
+    from .methods import REGISTRY
+
+    labels = {c.method for c in cells} | set(REGISTRY)
+    for name in config.get("batching", {}).get("methods", {}):
+        if name not in labels:
+            raise ConfigError(
+                f"config key 'batching.methods.{name}': no method or label {name!r} in this "
+                f"config{suggest(name, sorted(labels))}"
+            )
     for cell in cells:
         try:
             get_method(cell.method_name).settings(cell.settings)

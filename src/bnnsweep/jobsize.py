@@ -11,6 +11,10 @@ paper protocol comes out at hours, a small laplace cell at the SLURM minimum of 
 
 Methods without a work model here get ``DEFAULT`` (one hour, 2 GB): add one when a method's
 cells are long.
+
+Cells are fitted in batches, one job each (``plan_batches``): the config's ``batching``
+section chooses per method how (README, config/README.md); a batch asks for the sum of its
+cells' times and the largest cell's memory.
 """
 
 from __future__ import annotations
@@ -84,6 +88,11 @@ def work(method: str, s, n_train: int, n_test: int, n_out: int, w: int) -> Work 
         return Work(steps + ais, batch=max(chains, s.ais_particles), floats_held=held)
     if method == "exact":
         return Work(1, floats_held=n_train * w)
+    if method in ("pbp", "ebp"):
+        # one forward and one backward pass of the moments per training point and epoch
+        # (twice the work of a plain network), a test pass per epoch when traced
+        passes = s.epochs * (2 * n_train + (n_test if getattr(s, "trace_test", True) else 0))
+        return Work(passes, floats_held=4 * w + n_test * n_out * 4)
     return None
 
 
@@ -98,54 +107,294 @@ def _work_of(cell: Cell, shape: tuple[int, int, int, int]) -> tuple[int, int, Wo
     return hidden, w, work(cell.method_name, settings, n_train, n_test, n_out, w)
 
 
-def seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
-    """Upper bound on a cell's wall time in seconds, safety factor included (None when the
-    method has no work model)."""
+def fit_seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
+    """Upper bound on the time of a cell's fit alone, in seconds, without start-up or safety
+    factor (None when the method has no work model)."""
     n_train, _, n_out, _ = shape
     _, w, model = _work_of(cell, shape)
     if model is None:
         return None
     per_call = CALL_S + MULTIPLY_ADD_S * n_train * w * model.batch
     per_hessian = MULTIPLY_ADD_S * (n_train * n_out * w * w + w**3)
-    return SAFETY * (STARTUP_S + model.gradient_calls * per_call + model.hessians * per_hessian)
+    return model.gradient_calls * per_call + model.hessians * per_hessian
 
 
-def estimate(
-    cell: Cell, shape: tuple[int, int, int, int], attempt: int = 1, grouped: bool = False
-) -> dict:
-    """``{"runtime": minutes, "mem_mb": MB}`` of a cell on data of ``shape``; a retried job
-    (``attempt`` > 1, e.g. after hitting its time limit) gets proportionally more of both.
-    A cell of a group job is not rounded up to ``MIN_RUNTIME_MIN``: its group's time limit
-    is the sum over its cells."""
+def seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
+    """Upper bound on a cell's wall time in seconds as a job of its own, safety factor
+    included (None when the method has no work model)."""
+    fit = fit_seconds(cell, shape)
+    return None if fit is None else SAFETY * (STARTUP_S + fit)
+
+
+def memory_mb(cell: Cell, shape: tuple[int, int, int, int]) -> float:
+    """Memory of a cell's fit beyond the interpreter's ``BASE_MEM_MB``, safety included."""
     n_train, n_in, n_out, n_test = shape
     hidden, _, model = _work_of(cell, shape)
     if model is None:
-        return {key: value * attempt for key, value in DEFAULT.items()}
-    runtime = max(1 if grouped else MIN_RUNTIME_MIN, math.ceil(seconds(cell, shape) / 60.0))
+        return DEFAULT["mem_mb"] - BASE_MEM_MB
     activations = 4 * n_train * max(hidden, 1) * model.batch
     data = (n_train + n_test) * (n_in + n_out)
-    mem = BASE_MEM_MB + SAFETY * 8 * (model.floats_held + activations + data) / 2**20
-    return {"runtime": runtime * attempt, "mem_mb": int(math.ceil(mem / 100.0) * 100) * attempt}
+    return SAFETY * 8 * (model.floats_held + activations + data) / 2**20
 
 
-def resources(cell: Cell, attempt: int = 1, grouped: bool = False) -> dict:
-    """Resources of a cell's fit job (used by the Snakemake fit rule)."""
-    return estimate(cell, data_shape(cell.dataset, cell.split), attempt, grouped)
+def _round_mb(mb: float) -> int:
+    return int(math.ceil(mb / 100.0) * 100)
 
 
-GROUP = "fits"  # the Snakemake group of short fits; --group-components fits=N packs N per job
+def estimate(cell: Cell, shape: tuple[int, int, int, int], attempt: int = 1) -> dict:
+    """``{"runtime": minutes, "mem_mb": MB}`` of a cell as a job of its own on data of
+    ``shape``; a retried job (``attempt`` > 1, e.g. after hitting its time limit) gets
+    proportionally more of both."""
+    need = seconds(cell, shape)
+    if need is None:
+        return {key: value * attempt for key, value in DEFAULT.items()}
+    runtime = max(MIN_RUNTIME_MIN, math.ceil(need / 60.0))
+    mem = _round_mb(BASE_MEM_MB + memory_mb(cell, shape))
+    return {"runtime": runtime * attempt, "mem_mb": mem * attempt}
 
 
-def short_cells(cells: list[Cell], short_minutes: float) -> dict[str, str]:
-    """``{path id: GROUP}`` for the cells whose estimated time is at most ``short_minutes``.
+def resources(cell: Cell, attempt: int = 1) -> dict:
+    """Resources of a cell fitted as a job of its own."""
+    return estimate(cell, data_shape(cell.dataset, cell.split), attempt)
 
-    Snakemake then submits ``--group-components fits=N`` of them as one cluster job; the
-    other cells (long ones, or methods without a work model) stay jobs of their own.
+
+# --- batches: several cells in one job ---------------------------------------------------
+
+BATCHING_DEFAULTS = {"mode": "auto", "target_minutes": 5.0, "max_cells": 400, "methods": {}}
+STRATEGIES = ("dataset", "time", "none")
+
+
+@dataclasses.dataclass
+class Batch:
+    """Cells fitted by one job, in order; ``strategy`` says why they are together."""
+
+    batch_id: str
+    cells: list[Cell]
+    strategy: str
+    vectorised: bool = False
+
+    @property
+    def rule_name(self) -> str:
+        return "fit_" + self.batch_id.replace(".", "__")
+
+    def fit_seconds(self) -> float | None:
+        """Upper bound on the batch's fit time (sum over its cells; None if unknown)."""
+        times = [fit_seconds(c, data_shape(c.dataset, c.split)) for c in self.cells]
+        return None if any(t is None for t in times) else float(sum(times))
+
+    def resources(self, attempt: int = 1) -> dict:
+        """``runtime`` (minutes, the sum over the cells plus one start-up, safety included)
+        and ``mem_mb`` (the largest cell's; all cells of a vectorised batch at once)."""
+        if len(self.cells) == 1:
+            return resources(self.cells[0], attempt)
+        fit = self.fit_seconds()
+        if fit is None:
+            runtime = DEFAULT["runtime"] * len(self.cells)
+        else:
+            runtime = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * (STARTUP_S + fit) / 60.0))
+        mems = [memory_mb(c, data_shape(c.dataset, c.split)) for c in self.cells]
+        mem = _round_mb(BASE_MEM_MB + (sum(mems) if self.vectorised else max(mems)))
+        return {"runtime": runtime * attempt, "mem_mb": mem * attempt}
+
+
+def batching_settings(config: dict) -> dict:
+    """The ``batching`` section of a validated config with defaults filled in."""
+    return {**BATCHING_DEFAULTS, **(config.get("batching") or {})}
+
+
+def strategy(cell: Cell, batching: dict) -> str:
+    """How a cell's method is batched: the config's choice for its label or method, else
+    ``dataset`` for methods with a vectorised ``fit_many``, ``time`` for methods with a work
+    model, ``none`` (a job per cell) for the rest; ``mode: none`` turns batching off."""
+    if batching["mode"] == "none":
+        return "none"
+    chosen = batching["methods"].get(cell.method) or batching["methods"].get(cell.method_name)
+    if chosen:
+        return chosen
+    from .methods import get_method
+
+    if get_method(cell.method_name).fit_many is not None:
+        return "dataset"
+    return "time" if fit_seconds(cell, data_shape(cell.dataset, cell.split)) is not None else "none"
+
+
+def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
+    """Cells grouped into jobs, deterministically from the config (never from measured times,
+    so that a batch's cells do not move between runs).
+
+    ``dataset``: every split and seed of one dataset, method label and axis values, as one
+    vectorised ``fit_many`` when the method has one; ``time``: consecutive cells of one
+    method label packed until their estimated time (safety included) reaches
+    ``target_minutes``; ``none``: a job per cell. No batch holds more than ``max_cells``.
     """
-    limit = 60.0 * short_minutes
-    out = {}
+    target = 60.0 * float(batching["target_minutes"])
+    limit = int(batching["max_cells"])
+    groups: dict[tuple, list[Cell]] = {}
+    kinds: dict[tuple, str] = {}
     for cell in cells:
-        need = seconds(cell, data_shape(cell.dataset, cell.split))
-        if need is not None and need <= limit:
-            out[cell.path_id] = GROUP
+        how = strategy(cell, batching)
+        if how == "dataset":
+            key = (cell.experiment, cell.method, "dataset", cell.dataset, cell.axes)
+        elif how == "time":
+            key = (cell.experiment, cell.method, "time")
+        else:
+            key = (cell.experiment, cell.method, "none", cell.path_id)
+        groups.setdefault(key, []).append(cell)
+        kinds[key] = how
+    batches: list[Batch] = []
+    counters: dict[tuple[str, str], int] = {}
+
+    def add(key, members, how):
+        label = (key[0], key[1])
+        k = counters.get(label, 0)
+        counters[label] = k + 1
+        vectorised = how == "dataset" and len(members) > 1
+        batches.append(Batch(f"{key[0]}.{key[1]}.{k}", members, how, vectorised))
+
+    for key, members in groups.items():
+        how = kinds[key]
+        if how == "time":
+            current: list[Cell] = []
+            total = 0.0
+            for cell in members:
+                need = SAFETY * fit_seconds(cell, data_shape(cell.dataset, cell.split))
+                if current and (total + need > target or len(current) >= limit):
+                    add(key, current, how)
+                    current, total = [], 0.0
+                current.append(cell)
+                total += need
+            add(key, current, how)
+        else:
+            for start in range(0, len(members), limit):
+                add(key, members[start : start + limit], how)
+    names = [b.rule_name for b in batches]
+    if len(set(names)) != len(names):
+        raise ValueError("two batches share a rule name; make experiment and method labels differ")
+    return batches
+
+
+# --- calibration against measured runtimes -------------------------------------------------
+
+
+def calibration(results_dir) -> dict[str, dict]:
+    """Per method, measured fit time over the work model's bound, from the cell files under
+    ``results_dir`` that record ``runtime_s``: ``{method: {"cells": n, "ratio": median}}``.
+
+    The bound is the work model's upper limit (every restart to ``max_iter``), so ratios are
+    usually well below one; ``plan`` multiplies the bound by them to predict core time.
+    """
+    import json
+    from pathlib import Path
+
+    import netCDF4
+
+    from .sweep import cell_from_spec
+
+    ratios: dict[str, list[float]] = {}
+    for path in sorted(Path(results_dir).glob("*/cells/*/*/*.nc")):
+        try:
+            with netCDF4.Dataset(path) as nc:
+                runtime = float(nc["runtime_s"][...])
+                cell_key = json.loads(nc.getncattr("cell_json"))
+                settings = json.loads(nc.getncattr("settings_json"))
+                method_name = nc.getncattr("method_name")
+                experiment = str(nc["experiment"][...])
+        except (OSError, KeyError, ValueError, AttributeError, IndexError):
+            continue
+        axes = [[a, cell_key[a]] for a in ("hidden", "components", "schedule") if a in cell_key]
+        spec = {**cell_key, "experiment": experiment, "method_name": method_name}
+        spec.update(axes=axes, settings=settings)
+        try:
+            cell = cell_from_spec(spec)
+            bound = fit_seconds(cell, data_shape(cell.dataset, cell.split))
+        except Exception:  # noqa: BLE001 - a cell of a method or dataset no longer registered
+            continue
+        if bound and runtime > 0:
+            ratios.setdefault(method_name, []).append(runtime / bound)
+    out = {}
+    for method, values in ratios.items():
+        values.sort()
+        out[method] = {"cells": len(values), "ratio": values[len(values) // 2]}
     return out
+
+
+STARTUP_MEASURED_S = 2.0  # a fit job's start-up on one core: interpreter, imports, data
+
+
+def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
+    """What a sweep will cost, per experiment and method label: cells, batch jobs and how they
+    are formed, the work models' bound, the estimate calibrated against measured cells under
+    ``results_dir`` (where there are some), and the peak memory of a job."""
+    batches = plan_batches(cells, batching_settings(config))
+    calib = calibration(results_dir)
+    rows: dict[tuple[str, str], dict] = {}
+    for batch in batches:
+        first = batch.cells[0]
+        row = rows.setdefault(
+            (first.experiment, first.method),
+            {
+                "method": first.method_name,
+                "cells": 0,
+                "jobs": 0,
+                "how": set(),
+                "bound": 0.0,
+                "estimate": 0.0,
+                "unknown": 0,
+                "mem": 0,
+                "requested": 0.0,
+            },
+        )
+        row["cells"] += len(batch.cells)
+        row["jobs"] += 1
+        row["how"].add(("vectorised " if batch.vectorised else "") + batch.strategy)
+        need = batch.resources()
+        row["mem"] = max(row["mem"], need["mem_mb"])
+        row["requested"] += need["runtime"] / 60.0
+        ratio = calib.get(first.method_name, {}).get("ratio", 1.0)
+        for cell in batch.cells:
+            fit = fit_seconds(cell, data_shape(cell.dataset, cell.split))
+            if fit is None:
+                row["unknown"] += 1
+                continue
+            row["bound"] += fit
+            row["estimate"] += fit * ratio
+        row["estimate"] += STARTUP_MEASURED_S
+    head = [
+        "experiment / label",
+        "method",
+        "cells",
+        "jobs",
+        "batched by",
+        "bound core-h",
+        "estimate core-h",
+        "calibrated on",
+        "peak mem MB",
+        "requested h",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    total_est = total_bound = 0.0
+    for (experiment, label), row in rows.items():
+        c = calib.get(row["method"])
+        note = f"{c['cells']} cells, x{c['ratio']:.3g}" if c else "none (bound)"
+        unknown = f" + {row['unknown']} cell(s) without a work model" if row["unknown"] else ""
+        lines.append(
+            f"| {experiment} / {label} | {row['method']} | {row['cells']} | {row['jobs']} | "
+            f"{', '.join(sorted(row['how']))} | {row['bound'] / 3600:.3g} | "
+            f"{row['estimate'] / 3600:.3g}{unknown} | {note} | {row['mem']} | "
+            f"{row['requested']:.3g} |"
+        )
+        total_est += row["estimate"]
+        total_bound += row["bound"]
+    n_unknown = sum(r["unknown"] for r in rows.values())
+    summary = (
+        f"{len(cells)} cells in {len(batches)} jobs; estimated {total_est / 3600:.3g} core-h "
+        f"({total_est:.0f} core-s; work-model bound {total_bound / 3600:.3g} core-h)"
+        + (f"; {n_unknown} cell(s) have no work model and are not counted" if n_unknown else "")
+        + f"; peak memory of a job {max(r['mem'] for r in rows.values())} MB"
+        + (
+            f"; calibrated on the cells under {results_dir}"
+            if calib
+            else f"; no cells under {results_dir} to calibrate on: the estimate is the bound"
+        )
+    )
+    return "\n".join([*lines, "", summary])

@@ -1,7 +1,8 @@
 """FitResult -> one self-describing NetCDF file per sweep cell; atomic writes; merging.
 
 Every metric is computed here, from the method's predictions mapped back to original target
-units, so that all methods are scored by the same code. Contract variable names (DESIGN.md):
+units, by the functions of ``bnnsweep.metrics`` (a leaf module), so that all methods are
+scored by the same code. Contract variable names (DESIGN.md):
 ``log_evidence``, ``log_evidence_se``, ``log_evidence_kind``, ``test_rmse``, ``test_nmse``,
 ``test_loglik``, ``test_error_rate`` (classification), ``train_loglik``, ``pred_mean``,
 ``pred_var``, ``status``, ``runtime_s``, ``n_grad_evals``.
@@ -23,6 +24,8 @@ import xarray as xr
 from . import __version__
 from .datasets.base import Split
 from .method_base import FitResult
+from .metrics import discrete_metrics as _discrete_metrics
+from .metrics import gaussian_loglik, regression_metrics, unstandardise
 from .sweep import AXES, Cell
 
 UNITS = {
@@ -56,53 +59,17 @@ UNITS = {
 }
 
 
-def gaussian_loglik(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
-    """Mean over targets of ln N(y | mean, var)."""
-    var = np.maximum(var, np.finfo(float).tiny)
-    return float(np.mean(-0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)))
-
-
 def to_original_units(
     split: Split, mean: np.ndarray, var: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    return mean * split.y_scale + split.y_mean, var * split.y_scale**2
-
-
-def regression_metrics(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict[str, float]:
-    """test_rmse, test_mse, test_nmse and test_loglik of predictions in original units."""
-    mse = float(np.mean((y - mean) ** 2))
-    return {
-        "test_rmse": float(np.sqrt(mse)),
-        "test_mse": mse,
-        "test_nmse": mse / float(np.mean(np.var(y, axis=0))),
-        "test_loglik": gaussian_loglik(y, mean, var),
-    }
-
-
-def _mean_or_nan(values) -> float:
-    return float(np.mean(values)) if values is not None else np.nan
+    return unstandardise(mean, var, split.y_mean, split.y_scale)
 
 
 def discrete_metrics(result: FitResult, y: np.ndarray) -> dict[str, float]:
-    """Metrics of class and count predictions (ADF methods, paper 004 sec. 4-6).
-
-    probit/softmax: ``test_error_rate`` (argmax of ``class_probs`` against the label in column
-    0 of ``y``) and ``test_loglik`` (mean log probability of the true class); poisson:
-    ``test_mad`` and ``test_rmse`` of the point prediction ``pred_mean`` (the predictive mode)
-    and ``test_loglik`` (mean log predictive mass). ``train_loglik`` from ``train_logpred``.
-    """
-    metrics = {
-        "test_loglik": _mean_or_nan(result.test_logpred),
-        "train_loglik": _mean_or_nan(result.train_logpred),
-    }
-    if result.class_probs is not None:
-        labels = y[:, 0].astype(int)
-        metrics["test_error_rate"] = float(np.mean(np.argmax(result.class_probs, axis=1) != labels))
-    else:
-        error = result.pred_mean - y
-        metrics["test_mad"] = float(np.mean(np.abs(error)))
-        metrics["test_rmse"] = float(np.sqrt(np.mean(error**2)))
-    return metrics
+    """Metrics of class and count predictions of a FitResult (see metrics.discrete_metrics)."""
+    return _discrete_metrics(
+        y, result.class_probs, result.pred_mean, result.test_logpred, result.train_logpred
+    )
 
 
 def git_revision() -> str:
@@ -135,9 +102,15 @@ def _var(values, dims, name):
 
 
 def cell_dataset(
-    result: FitResult, split: Split, cell: Cell, resolved_settings: dict | None = None
+    result: FitResult,
+    split: Split,
+    cell: Cell,
+    resolved_settings: dict | None = None,
+    code_version: str = "",
 ) -> xr.Dataset:
-    """The cell's NetCDF content: sweep coordinates, predictions, metrics, traces, attributes."""
+    """The cell's NetCDF content: sweep coordinates, predictions, metrics, traces, attributes.
+    ``code_version`` is the hash of the source files the cell's method depends on
+    (``sweep.code_version``)."""
     mean, var = to_original_units(split, result.pred_mean, result.pred_var)
     y = split.y_test * split.y_scale + split.y_mean
     data = {
@@ -202,6 +175,7 @@ def cell_dataset(
                 resolved_settings or {}, sort_keys=True, default=str
             ),
             "method_name": cell.method_name,
+            "code_version": code_version,
             "cell_json": json.dumps(cell.key(), sort_keys=True),
             "bnnsweep_version": __version__,
             "git_revision": git_revision(),
@@ -238,6 +212,16 @@ def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 RUN_COORDS = ("experiment", "dataset", "split", "method", "seed", *AXES)
+# stored once per (dataset, split) in a merged file, along ``test_set``: every cell of a split
+# has the same test inputs and targets
+TEST_DATA = ("x_test", "y_test")
+PER_RUN_ATTRS = (
+    "settings_json",
+    "resolved_settings_json",
+    "git_revision",
+    "code_version",
+    "created",
+)
 
 
 def merge_cells(paths) -> xr.Dataset:
@@ -245,13 +229,22 @@ def merge_cells(paths) -> xr.Dataset:
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
     Axes a method does not use hold their 'not applicable' value (see ``sweep.AXES``).
+    The test inputs and targets (``x_test``, ``y_test``) are stored once per dataset and
+    split, along ``test_set`` (coordinates ``test_set_dataset``, ``test_set_split``); the
+    run coordinate ``test_set_index`` points each run at its own (``run_test_data``).
     """
     datasets = []
+    test_sets: dict[tuple[str, str], xr.Dataset] = {}
     for path in sorted(str(p) for p in paths):
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
+        key = (str(ds["dataset"].item()), str(ds["split"].item()))
+        present = [name for name in TEST_DATA if name in ds]
+        if key not in test_sets and present:
+            test_sets[key] = ds[present]
+        ds = ds.drop_vars(present)
         # integer labels on every unlabelled dimension, so that ragged traces align by padding
         ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
         ds = ds.expand_dims("run")
@@ -259,8 +252,11 @@ def merge_cells(paths) -> xr.Dataset:
         cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
         ds = ds.assign_coords(cell_file=("run", [cell or Path(path).name]))
         ds = ds.assign_coords(method_name=("run", [str(ds.attrs.get("method_name", ""))]))
-        for key in ("settings_json", "resolved_settings_json", "git_revision", "created"):
-            ds[key] = ("run", [str(ds.attrs.get(key, ""))])
+        ds = ds.assign_coords(
+            test_set_index=("run", [list(test_sets).index(key) if present else -1])
+        )
+        for attr in PER_RUN_ATTRS:
+            ds[attr] = ("run", [str(ds.attrs.get(attr, ""))])
         # fixed-width strings would be cut to the first file's width when concatenated
         for name in list(ds.variables):
             if ds[name].dtype.kind == "U":
@@ -279,6 +275,18 @@ def merge_cells(paths) -> xr.Dataset:
         join="outer",
         fill_value={},
     )
+    if test_sets:
+        tests = xr.concat(
+            [t.expand_dims("test_set") for t in test_sets.values()],
+            dim="test_set",
+            join="outer",
+            fill_value=np.nan,
+        )
+        tests = tests.assign_coords(
+            test_set_dataset=("test_set", [d for d, _ in test_sets]),
+            test_set_split=("test_set", [s for _, s in test_sets]),
+        )
+        merged = xr.merge([merged, tests], join="outer", compat="override")
     merged.attrs = {
         "title": "bnnsweep merged results",
         "bnnsweep_version": __version__,
@@ -287,6 +295,26 @@ def merge_cells(paths) -> xr.Dataset:
         "run_coordinates": ",".join(c for c in RUN_COORDS if c in merged.coords),
     }
     return merged
+
+
+def run_test_data(merged: xr.Dataset, name: str) -> xr.DataArray:
+    """``x_test`` or ``y_test`` of every run of a merged file, over ``run`` (each run's own
+    dataset and split; stored once per test set)."""
+    values = merged[name]
+    if "test_set" not in values.dims:
+        return values
+    picked = values.isel(test_set=merged["test_set_index"].clip(min=0))
+    return picked.drop_vars(["test_set_dataset", "test_set_split"], errors="ignore")
+
+
+def with_run_test_data(merged: xr.Dataset) -> xr.Dataset:
+    """``merged`` with ``x_test`` and ``y_test`` over ``run`` instead of ``test_set`` (as
+    every run held them before they were stored once per test set); figures read this."""
+    if "test_set" not in merged.dims:
+        return merged
+    per_run = {name: run_test_data(merged, name) for name in TEST_DATA if name in merged}
+    out = merged.drop_dims("test_set").drop_vars("test_set_index", errors="ignore")
+    return out.assign(per_run)
 
 
 def hypercube(merged: xr.Dataset, dims=RUN_COORDS) -> xr.Dataset:

@@ -20,7 +20,7 @@ from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
 from .results import cell_dataset, write_netcdf_atomic
-from .sweep import Cell
+from .sweep import Cell, cell_from_spec, code_version
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
 _WRITE_HINTS = {
@@ -48,6 +48,20 @@ def load_split(cell: Cell, data_path: str | Path | None = None) -> Split:
     return dataset.split(cell.split)
 
 
+def _no_result(split: Split, err: BaseException) -> FitResult:
+    shape = split.y_test.shape
+    result = FitResult(np.full(shape, np.nan), np.full(shape, np.nan))
+    result.flag("diverged", f"{type(err).__name__}: {err}")
+    return result
+
+
+def _dataset(cell: Cell, result: FitResult, split: Split, settings, log) -> xr.Dataset:
+    log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
+    return cell_dataset(
+        result, split, cell, dataclasses.asdict(settings), code_version(cell.method_name)
+    )
+
+
 def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
     method = get_method(cell.method_name)
     settings = method.settings(cell.settings)
@@ -59,12 +73,39 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
         with np.errstate(over="ignore", under="ignore"):
             result = method.fit(split, settings, rng, log=log)
     except NUMERICAL_ERRORS as err:
-        shape = split.y_test.shape
-        result = FitResult(np.full(shape, np.nan), np.full(shape, np.nan))
-        result.flag("diverged", f"{type(err).__name__}: {err}")
+        result = _no_result(split, err)
     result.runtime_s = time.perf_counter() - start
-    log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    return cell_dataset(result, split, cell, dataclasses.asdict(settings))
+    return _dataset(cell, result, split, settings, log)
+
+
+def fit_many_cells(
+    cells: list[Cell], data_paths: list, log=print, cell_logs: list | None = None
+) -> list[xr.Dataset]:
+    """Cells of one method with equal settings (apart from split and seed), fitted as one
+    vectorised batch by the method's ``fit_many``; each keeps its own random stream
+    (``Cell.rng``), so its numbers are those of a fit of its own. ``runtime_s`` of each is
+    the batch's time over the number of cells. A numerical failure flags every cell.
+    ``cell_logs`` (one logger per cell, default ``log``) receive each cell's own lines."""
+    cell_logs = cell_logs or [log] * len(cells)
+    method = get_method(cells[0].method_name)
+    settings = method.settings(cells[0].settings)
+    splits = [load_split(c, d) for c, d in zip(cells, data_paths, strict=True)]
+    for cell, cell_log in zip(cells, cell_logs, strict=True):
+        cell_log(
+            f"fitting {cell.path_id} with {method.name} in a batch of {len(cells)}: {settings}"
+        )
+    start = time.perf_counter()
+    try:
+        with np.errstate(over="ignore", under="ignore"):
+            results = method.fit_many(splits, settings, [c.rng() for c in cells], log=log)
+    except NUMERICAL_ERRORS as err:
+        results = [_no_result(split, err) for split in splits]
+    elapsed = (time.perf_counter() - start) / len(cells)
+    out = []
+    for cell, split, result, cell_log in zip(cells, splits, results, cell_logs, strict=True):
+        result.runtime_s = elapsed
+        out.append(_dataset(cell, result, split, settings, cell_log))
+    return out
 
 
 def remove_stale_temporaries(output: str | Path) -> list[Path]:
@@ -108,3 +149,96 @@ def _write_hint(err: BaseException, output: Path) -> str:
 
 def fit_cell_to_file(cell: Cell, output, data_path=None, log=print) -> Path:
     return write_result(fit_cell(cell, data_path, log), output)
+
+
+# --- a batch of cells in one process ------------------------------------------------------
+
+
+def is_current(path: str | Path, cell: Cell, check_code: bool = True) -> bool:
+    """Whether ``path`` is a readable cell file of exactly this cell: same sweep key,
+    settings and (with ``check_code``) code version. Anything else (missing, corrupt,
+    another setting or an older version of the method's code) is refitted."""
+    import netCDF4
+
+    wanted = current_attrs(cell)
+    if not check_code:
+        wanted.pop("code_version")
+    try:
+        with netCDF4.Dataset(path) as nc:
+            recorded = {name: nc.getncattr(name) for name in wanted}
+            nc["runtime_s"][...]  # the data section is readable too
+    except (OSError, KeyError, AttributeError, IndexError, RuntimeError):
+        return False
+    return recorded == wanted
+
+
+def current_attrs(cell: Cell) -> dict[str, str]:
+    """What a cell file must record to count as this cell, fitted by the current code."""
+    import json
+
+    return {
+        "cell_json": json.dumps(cell.key(), sort_keys=True),
+        "settings_json": json.dumps(cell.settings, sort_keys=True),
+        "method_name": cell.method_name,
+        "code_version": code_version(cell.method_name),
+    }
+
+
+def _cell_logger(path: str | None, batch_log):
+    """Log to the batch log and append to the cell's own log file."""
+    if not path:
+        return batch_log
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+    def log(msg):
+        batch_log(msg)
+        with open(path, "a") as fh:
+            fh.write(f"{msg}\n")
+
+    return log
+
+
+def fit_batch(spec: dict, log=print) -> dict[str, int]:
+    """Fit the cells of a batch spec (``{"vectorise": bool, "cells": [{"cell": cell spec,
+    "output": path, "data": path or None, "log": path or None}, ...]}``) in this process and
+    write each cell's own file atomically as soon as it is done.
+
+    Cells whose file is already current (``is_current``) are skipped, so a batch killed
+    half-way and started again fits only the rest. With ``vectorise``, cells of one method,
+    dataset and settings run as one ``fit_many`` (when the method has it); the others one
+    after another. Returns counts of cells ``fitted`` and ``skipped``.
+    """
+    entries = [dict(e, cell=cell_from_spec(e["cell"])) for e in spec["cells"]]
+    check_code = spec.get("code_reruns", True)
+    todo = [e for e in entries if not is_current(e["output"], e["cell"], check_code)]
+    for e in entries:
+        if e not in todo:
+            log(f"{e['cell'].path_id}: current file {e['output']} kept")
+    groups: dict[tuple, list[dict]] = {}
+    for e in todo:
+        cell = e["cell"]
+        many = spec.get("vectorise") and get_method(cell.method_name).fit_many is not None
+        key = (cell.method_name, cell.dataset, json_key(cell.settings)) if many else (id(e),)
+        groups.setdefault(key, []).append(e)
+    for group in groups.values():
+        if len(group) > 1:
+            datasets_ = fit_many_cells(
+                [e["cell"] for e in group],
+                [e.get("data") for e in group],
+                log,
+                [_cell_logger(e.get("log"), log) for e in group],
+            )
+            for e, ds in zip(group, datasets_, strict=True):
+                write_result(ds, e["output"])
+        else:
+            e = group[0]
+            cell_log = _cell_logger(e.get("log"), log)
+            write_result(fit_cell(e["cell"], e.get("data"), cell_log), e["output"])
+    return {"fitted": len(todo), "skipped": len(entries) - len(todo)}
+
+
+def json_key(settings: dict) -> str:
+    """Settings as a canonical string: cells vectorised together have equal ones."""
+    import json
+
+    return json.dumps(settings, sort_keys=True, default=str)

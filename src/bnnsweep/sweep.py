@@ -4,10 +4,13 @@ settings, a stable file name and a random stream derived from a stable encoding 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -91,30 +94,200 @@ def expand_experiment(name: str, experiment: dict, split_names) -> list[Cell]:
     return cells
 
 
-def fit_arguments(cell: Cell) -> str:
-    """The ``bnnsweep fit`` arguments of a cell, shell-quoted (used by the fit rule)."""
-    import shlex
+def cell_spec(cell: Cell) -> dict:
+    """A cell as plain JSON data (``cell_from_spec`` reads it back): what a batch job gets."""
+    return {
+        "experiment": cell.experiment,
+        "dataset": cell.dataset,
+        "split": cell.split,
+        "method": cell.method,
+        "method_name": cell.method_name,
+        "seed": cell.seed,
+        "axes": [list(pair) for pair in cell.axes],
+        "settings": cell.settings,
+    }
 
-    axis_settings = dict(cell.axes)
-    settings = {k: v for k, v in cell.settings.items() if k not in axis_settings}
-    args = [
-        "--experiment",
-        cell.experiment,
-        "--dataset",
-        cell.dataset,
-        "--split",
-        cell.split,
-        "--method",
-        cell.method_name,
-        "--label",
-        cell.method,
-        "--seed",
-        str(cell.seed),
-    ]
-    for axis, value in cell.axes:
-        args += [f"--{axis}", str(value)]
-    args += ["--settings-json", json.dumps(settings, sort_keys=True)]
-    return " ".join(shlex.quote(a) for a in args)
+
+def cell_from_spec(spec: dict) -> Cell:
+    return Cell(
+        spec["experiment"],
+        spec["dataset"],
+        str(spec["split"]),
+        spec["method"],
+        spec["method_name"],
+        int(spec["seed"]),
+        tuple((str(a), v) for a, v in spec["axes"]),
+        dict(spec["settings"]),
+    )
+
+
+# --- the version of the code a cell depends on ---------------------------------------------
+
+PACKAGE_ROOT = Path(__file__).resolve().parent
+# Never part of a code version: the package root (version string) and the method registry
+# (editing one method's registration must not rerun the others' cells).
+_NOT_CODE = ("__init__.py", "methods/__init__.py")
+
+
+def _module_file(dotted: str) -> Path | None:
+    """The source file of ``bnnsweep.<dotted>`` (module or package), if it exists."""
+    base = PACKAGE_ROOT.joinpath(*dotted.split(".")) if dotted else PACKAGE_ROOT
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _package_of(path: Path) -> list[str]:
+    """Dotted parts, below bnnsweep, of the package that holds ``path``."""
+    parts = list(path.relative_to(PACKAGE_ROOT).parts[:-1])
+    return parts
+
+
+def _imports(path: Path) -> set[Path]:
+    """Files of bnnsweep that ``path`` imports (anywhere in it, lazily imported ones too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[Path] = set()
+    package = _package_of(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+            elif node.module and node.module.split(".")[0] == "bnnsweep":
+                base = []
+            else:
+                continue
+            module = node.module.split(".") if node.module else []
+            if not node.level:
+                module = module[1:]
+            target = ".".join(base + module)
+            for alias in node.names:  # a submodule, or a name defined in the module
+                sub = _module_file(f"{target}.{alias.name}" if target else alias.name)
+                found.add(sub if sub else _module_file(target))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "bnnsweep":
+                    found.add(_module_file(".".join(alias.name.split(".")[1:])))
+    return {f for f in found if f is not None}
+
+
+@cache
+def code_files(module: str) -> tuple[Path, ...]:
+    """Source files ``bnnsweep.<module>`` depends on: itself and, transitively, every module
+    of the package it imports (parsed, not imported), apart from the package root and the
+    method registry."""
+    start = _module_file(module)
+    if start is None:
+        raise ValueError(f"no module bnnsweep.{module}")
+    excluded = {PACKAGE_ROOT / name for name in _NOT_CODE}
+    seen, todo = {start}, [start]
+    while todo:
+        for dep in _imports(todo.pop()):
+            if dep not in seen and dep not in excluded:
+                seen.add(dep)
+                todo.append(dep)
+    return tuple(sorted(seen))
+
+
+def files_version(files) -> str:
+    """SHA-256 (first 16 hex digits) over the package-relative names and contents of files."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(str(Path(path).relative_to(PACKAGE_ROOT)).encode() + b"\0")
+        digest.update(Path(path).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+@cache
+def code_version(method_name: str) -> str:
+    """Version of the code that fits cells of a registered method: a hash of its module's
+    source and of every bnnsweep module it imports (engines, models, datasets, metrics...).
+    Editing ``methods/laplace.py`` changes the version of ``laplace`` and of no other method."""
+    from .methods import get_method
+
+    module = get_method(method_name).fit.__module__.removeprefix("bnnsweep.")
+    return files_version(code_files(module))
+
+
+FIGURES_INIT = PACKAGE_ROOT / "figures" / "__init__.py"
+
+
+@cache
+def figure_code_version(kind: str) -> str:
+    """Version of the code that draws figure ``kind``: the module of its function in
+    ``figures.FIGURES`` and what that imports, found by parsing (importing the figures
+    would load matplotlib into every Snakemake run)."""
+    tree = ast.parse(FIGURES_INIT.read_text())
+    module_of = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+        if (
+            isinstance(target, ast.Name)
+            and target.id == "FIGURES"
+            and isinstance(node.value, ast.Dict)
+        ):
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == kind:
+                    function = value.elts[0].id
+                    files = code_files(f"figures.{module_of[function]}")
+                    return files_version((*files, FIGURES_INIT))
+    raise ValueError(f"unknown figure kind {kind!r}")
+
+
+# --- batch jobs ----------------------------------------------------------------------------
+
+
+def cell_paths(cell: Cell, results_dir: str) -> dict[str, str]:
+    """The workflow's files of a cell: its result, its prepared data, its log."""
+    return {
+        "output": f"{results_dir}/{cell.path_id}.nc",
+        "data": f"{results_dir}/data/{cell.dataset}.nc",
+        "log": f"{results_dir}/logs/{cell.experiment}/{cell.dataset}/{cell.method}/{cell.cell_id}.log",
+    }
+
+
+def batch_spec(
+    cells: list[Cell], vectorise: bool, results_dir: str, code_reruns: bool = True
+) -> dict:
+    """What ``bnnsweep fit-batch`` needs to fit a batch: every cell with its settings, files
+    and, with ``code_reruns``, the version of its method's code, so that a cell file written
+    by other code is refitted (``runner.fit_batch`` reads it)."""
+    return {
+        "vectorise": vectorise,
+        "code_reruns": code_reruns,
+        "cells": [
+            {
+                "cell": cell_spec(c),
+                **({"code_version": code_version(c.method_name)} if code_reruns else {}),
+                **cell_paths(c, results_dir),
+            }
+            for c in cells
+        ],
+    }
+
+
+def write_spec(spec: dict, directory: str | Path) -> tuple[Path, str]:
+    """Write ``spec`` as JSON under ``directory``, named by the hash of its content (so a
+    changed cell, setting or code version gives another file, and a file never changes);
+    returns the path and the hash. Written atomically, and only once."""
+    import os
+    import tempfile
+
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+    path = Path(directory) / f"{digest}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return path, digest
 
 
 def cell_index(cells: list[Cell]) -> dict[str, Cell]:

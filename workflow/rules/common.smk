@@ -1,4 +1,4 @@
-# Helpers that map wildcards to the validated cells; no science here.
+# Helpers that map wildcards and batches to the validated cells; no science here.
 
 
 def merged_file(experiment):
@@ -19,18 +19,28 @@ def figure_files(experiment):
     return out
 
 
-def path_id_of(wildcards):
-    return f"{wildcards.experiment}/cells/{wildcards.dataset}/{wildcards.method}/{wildcards.cell}"
+def batch_outputs(batch):
+    return [f"{RESULTS}/{cell.path_id}.nc" for cell in batch.cells]
 
 
-def cell_of(wildcards):
-    key = path_id_of(wildcards)
-    try:
-        return CELLS[key]
-    except KeyError:
-        raise ValueError(f"no cell {key} in the configuration") from None
+def batch_data(batch):
+    return sorted({f"{RESULTS}/data/{cell.dataset}.nc" for cell in batch.cells})
 
 
-def fit_resources(wildcards, attempt):
-    """mem_mb and runtime of a fit job, from the cell's settings and data (bnnsweep.jobsize)."""
-    return resources(cell_of(wildcards), attempt, grouped=path_id_of(wildcards) in GROUPS)
+def batch_spec_file(batch):
+    """The batch's spec (bnnsweep.sweep.batch_spec), written once under a name that is the
+    hash of its content."""
+    spec = batch_spec(batch.cells, batch.vectorised, RESULTS, CODE_RERUNS)
+    path, _ = write_spec(spec, f"{RESULTS}/batches")
+    return str(path)
+
+
+def batch_resource(batch, name):
+    """A resource of a batch job as a function of the attempt (bnnsweep.jobsize)."""
+    return lambda wildcards, attempt: batch.resources(attempt)[name]
+
+
+def figure_code(kind):
+    """Version of the code that draws a figure (a params value): editing it reruns that
+    figure only."""
+    return figure_code_version(kind) if CODE_RERUNS else ""

@@ -10,6 +10,8 @@ rule figure:
         ),
     log:
         f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}.log",
+    params:
+        code=lambda wildcards: figure_code(wildcards.kind),
     conda:
         "../../envs/bnnsweep.yaml"
     shell:
@@ -29,6 +31,8 @@ rule error_table:
         csv=f"{RESULTS}/{{experiment}}/tables/error_table.csv",
     log:
         f"{RESULTS}/logs/{{experiment}}/error_table.log",
+    params:
+        code=figure_code("error_table"),
     conda:
         "../../envs/bnnsweep.yaml"
     shell:

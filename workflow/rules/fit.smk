@@ -1,25 +1,33 @@
-rule fit:
-    """Fit one cell (dataset x split x method x axis values x seed) and write its NetCDF file.
-    The settings are a params entry, so a changed setting reruns exactly the cells it affects.
-    Cluster resources come from the cell's settings and data size (bnnsweep.jobsize); a retry
-    (profile `retries`) asks for proportionally more time and memory. With `grouping.mode:
-    group` short cells share a group and go to the cluster as one job."""
-    input:
-        data=f"{RESULTS}/data/{{dataset}}.nc",
-    output:
-        f"{RESULTS}/{{experiment}}/cells/{{dataset}}/{{method}}/{{cell}}.nc",
-    log:
-        f"{RESULTS}/logs/{{experiment}}/{{dataset}}/{{method}}/{{cell}}.log",
-    params:
-        args=lambda wc: fit_arguments(cell_of(wc)),
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: fit_resources(wc, attempt)["mem_mb"],
-        runtime=lambda wc, attempt: fit_resources(wc, attempt)["runtime"],
-    group:
-        lambda wc: GROUPS.get(path_id_of(wc))
-    conda:
-        "../../envs/bnnsweep.yaml"
-    shell:
-        "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-        "bnnsweep fit {params.args} --data {input.data} --output {output} --log {log}"
+# One rule per batch of cells (bnnsweep.jobsize.plan_batches: by dataset for methods with a
+# vectorised fit_many, packed up to `batching.target_minutes` for short cells, else one cell
+# per job). A batch job runs `bnnsweep fit-batch`, which writes every cell's own file
+# atomically as soon as it is done and skips cells whose file is already current, so:
+# - outputs are `update()`: Snakemake does not delete the finished cells of a batch it
+#   reruns (after a kill, or because one of its cells is missing or changed);
+# - the spec file is named by the hash of every cell's settings and (with `code_reruns`)
+#   its method's code version; as a `params` value it makes Snakemake rerun exactly the
+#   batches whose cells changed, and fit-batch refits only the changed cells in them.
+# Resources: the sum of the cells' estimated times, the largest cell's memory (all cells'
+# for a vectorised batch), scaled up on each retry.
+for batch in BATCHES:
+
+    rule:
+        name:
+            batch.rule_name
+        input:
+            data=batch_data(batch),
+        output:
+            [update(f) for f in batch_outputs(batch)],
+        log:
+            f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
+        params:
+            spec=batch_spec_file(batch),
+        threads: 1
+        resources:
+            mem_mb=batch_resource(batch, "mem_mb"),
+            runtime=batch_resource(batch, "runtime"),
+        conda:
+            "../../envs/bnnsweep.yaml"
+        shell:
+            "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+            "bnnsweep fit-batch {params.spec} --log {log}"

@@ -46,6 +46,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
+from ..results import with_run_test_data
 from ._common import method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_uci_table import adf_uci_table
@@ -121,7 +122,7 @@ def draw(kind: str, merged_path: str | os.PathLike | xr.Dataset, output_path) ->
     function, suffix = FIGURES[kind]
     path = _output_path(kind, suffix, output_path)
     ds = merged_path if isinstance(merged_path, xr.Dataset) else load_merged(merged_path)
-    result = function(ds)
+    result = function(with_run_test_data(ds))
     if isinstance(result, pd.DataFrame):
         return write_table(result, path)
     path.parent.mkdir(parents=True, exist_ok=True)
