@@ -140,7 +140,7 @@ def test_relu_map_point_estimate_separates_the_toy_classes():
 
 @pytest.mark.parametrize("likelihood", ["probit", "softmax"])
 def test_reference_classifier_energy_gradient_matches_finite_differences(likelihood):
-    from bnnsweep.methods.adf.point_estimate import ClassifierPosterior, PointSettings
+    from bnnsweep.methods.relu_reference import ClassifierPosterior, PointSettings
 
     split = _split("binary", n=15)
     post = ClassifierPosterior(split, PointSettings(hidden=4, layers=2, likelihood=likelihood))

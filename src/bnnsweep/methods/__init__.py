@@ -11,7 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..method_base import FitResult, SettingsError, build_settings, suggest
-from . import adf, chaining, exact, hmc, laplace, map_early_stopping, vi_gauss, vi_mixture
+from . import (
+    adf,
+    chaining,
+    exact,
+    hmc,
+    laplace,
+    map_early_stopping,
+    relu_reference,
+    vi_gauss,
+    vi_mixture,
+)
 
 
 @dataclass(frozen=True)
@@ -138,21 +148,21 @@ register(
 register(
     Method(
         "relu_map",
-        adf.point_estimate.PointSettings,
-        adf.point_estimate.fit,
+        relu_reference.PointSettings,
+        relu_reference.fit,
         ("hidden",),
         "point estimate (MAP by L-BFGS) of the ADF methods' ReLU classifier: paper 004 Fig. 2's backpropagation baseline",
-        tasks=adf.point_estimate.accepted_tasks,
+        tasks=relu_reference.accepted_tasks,
     )
 )
 register(
     Method(
         "relu_hmc",
-        adf.point_estimate.ReferenceHMCSettings,
-        adf.point_estimate.fit_hmc,
+        relu_reference.ReferenceHMCSettings,
+        relu_reference.fit_hmc,
         ("hidden",),
         "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
-        tasks=adf.point_estimate.accepted_tasks,
+        tasks=relu_reference.accepted_tasks,
     )
 )
 

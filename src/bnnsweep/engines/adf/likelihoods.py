@@ -1,17 +1,18 @@
 """ln Z of one observation under the Gaussian output approximation N(nu, psi), its
 derivatives, and the predictive distributions (paper 004 eq. 9, 12-25).
 
-Every ``log_z`` takes the output moments ``nu``, ``psi`` of shape (R, P) and targets ``y``
-(R, P) for R replicates and returns ``(ln Z (R,), d lnZ/d nu (R, P), d lnZ/d psi (R, P))``.
-Targets: Gaussian real values; probit and softmax the class index (0/1, or 0..C-1) in column
-0; Poisson non-negative counts.
+Every ``log_z`` takes the output moments ``nu``, ``psi`` of shape (..., P) and targets ``y``
+(..., P) and returns ``(ln Z (...), d lnZ/d nu (..., P), d lnZ/d psi (..., P))``; the leading
+axes are replicates, or none inside the compiled filter. Targets: Gaussian real values; probit
+and softmax the class index (0/1, or 0..C-1) in column 0; Poisson non-negative counts.
+Pure jax.numpy functions (float64).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import digamma, gammaln, logsumexp
+import math
 
+from ..jax_runtime import jax, jnp
 from .relu_moments import inverse_mills, log_probit
 
 LIKELIHOODS = ("gaussian", "probit", "softmax", "poisson")
@@ -22,6 +23,11 @@ TASKS = {
     "poisson": ("count",),
 }
 SOFTMAX_APPROXIMATIONS = ("mc", "bound")
+LOG_2PI = math.log(2.0 * math.pi)
+
+_logsumexp = jax.scipy.special.logsumexp
+_gammaln = jax.scipy.special.gammaln
+_digamma = jax.scipy.special.digamma
 
 
 def n_outputs(likelihood: str, n_classes: int, n_targets: int) -> int:
@@ -37,14 +43,14 @@ def n_outputs(likelihood: str, n_classes: int, n_targets: int) -> int:
 
 
 def gaussian_log_z(nu, psi, y, noise_var):
-    """ln N(y | nu, psi + noise_var), summed over outputs, and its derivatives.
+    """ln N(y | nu, psi + noise_var), summed over outputs, and its derivatives (eq. 25).
 
     With gamma ~ Gamma(a, b) the Student-t marginal is replaced by the Gaussian with the same
-    variance, noise_var = b / (a - 1) (HL&A 2015 eq. 13).
+    variance, noise_var = b / (a - 1) (HL&A 2015 eq. 13). ``noise_var`` has the leading shape.
     """
-    s = psi + noise_var[:, None]
+    s = psi + jnp.asarray(noise_var)[..., None]
     diff = y - nu
-    log_z = np.sum(-0.5 * (np.log(2 * np.pi * s) + diff * diff / s), axis=-1)
+    log_z = jnp.sum(-0.5 * (LOG_2PI + jnp.log(s) + diff * diff / s), axis=-1)
     g_nu = diff / s
     g_psi = 0.5 * (diff * diff / s - 1.0) / s
     return log_z, g_nu, g_psi
@@ -57,17 +63,17 @@ def gamma_moment_match(y, nu, psi, a, b):
     With Z_k = N(y | nu, psi + b/(a + k - 1)) standing for the normaliser with shape a + k:
     E[gamma] = (a/b) Z_1/Z_0, E[gamma^2] = a(a+1)/b^2 Z_2/Z_0, hence
     a' = 1 / ((a+1)/a Z_0 Z_2 / Z_1^2 - 1) and b' = 1 / ((a+1)/b Z_2/Z_1 - (a/b) Z_1/Z_0).
-    Shapes: y, nu, psi (R, P) summed over P; a, b (R,).
+    Shapes: y, nu, psi (..., P) summed over P; a, b (...).
     """
     diff2 = (y - nu) ** 2
 
     def log_zk(k):
-        s = psi + (b / (a + k - 1.0))[:, None]
-        return np.sum(-0.5 * (np.log(2 * np.pi * s) + diff2 / s), axis=-1)
+        s = psi + (b / (a + k - 1.0))[..., None]
+        return jnp.sum(-0.5 * (LOG_2PI + jnp.log(s) + diff2 / s), axis=-1)
 
     l0, l1, l2 = log_zk(0), log_zk(1), log_zk(2)
-    a_new = 1.0 / (np.exp(l2 - 2.0 * l1 + l0) * (a + 1.0) / a - 1.0)
-    b_new = 1.0 / (np.exp(l2 - l1) * (a + 1.0) / b - np.exp(l1 - l0) * a / b)
+    a_new = 1.0 / (jnp.exp(l2 - 2.0 * l1 + l0) * (a + 1.0) / a - 1.0)
+    b_new = 1.0 / (jnp.exp(l2 - l1) * (a + 1.0) / b - jnp.exp(l1 - l0) * a / b)
     return a_new, b_new
 
 
@@ -76,27 +82,28 @@ def gamma_moment_match(y, nu, psi, a, b):
 
 def probit_log_z(nu, psi, y):
     """ln Phi(t nu / sqrt(1 + psi)) with t = +-1 from the 0/1 label (paper 004 eq. 24)."""
-    t = 2.0 * y[:, :1] - 1.0
-    scale = np.sqrt(1.0 + psi)
+    t = 2.0 * y[..., :1] - 1.0
+    scale = jnp.sqrt(1.0 + psi)
     a = t * nu / scale
     ratio = inverse_mills(a)
     g_nu = ratio * t / scale
     g_psi = -0.5 * ratio * a / (1.0 + psi)
-    return log_probit(a)[:, 0], g_nu, g_psi
+    return log_probit(a)[..., 0], g_nu, g_psi
 
 
 def probit_probs(nu, psi):
-    """Class probabilities [1 - p, p] with p = Phi(nu / sqrt(1 + psi)), shape (..., 2)."""
-    log_p1 = log_probit(nu[..., 0] / np.sqrt(1.0 + psi[..., 0]))
-    log_p0 = log_probit(-nu[..., 0] / np.sqrt(1.0 + psi[..., 0]))
-    return np.stack([np.exp(log_p0), np.exp(log_p1)], axis=-1)
+    """Class probabilities [1 - p, p] with p = Phi(nu / sqrt(1 + psi)), shape (..., 2)
+    (paper 004 eq. 23)."""
+    a = nu[..., 0] / jnp.sqrt(1.0 + psi[..., 0])
+    return jnp.stack([jnp.exp(log_probit(-a)), jnp.exp(log_probit(a))], axis=-1)
 
 
 # ---- softmax (eq. 10-18) ------------------------------------------------------------------
 
 
 def one_hot(y, n_classes):
-    return np.eye(n_classes)[y[:, 0].astype(int)]
+    """Indicator rows of the class index in column 0 of y (..., 1) -> (..., C)."""
+    return jax.nn.one_hot(y[..., 0].astype(jnp.int32), n_classes, dtype=jnp.float64)
 
 
 def softmax_bound_log_z(nu, psi, y):
@@ -104,37 +111,37 @@ def softmax_bound_log_z(nu, psi, y):
     d/dnu = y - t, d/dpsi = -t/2 with ln t = (nu + psi/2) - lse(nu + psi/2)."""
     onehot = one_hot(y, nu.shape[-1])
     shifted = nu + 0.5 * psi
-    lse = logsumexp(shifted, axis=-1, keepdims=True)
-    t = np.exp(shifted - lse)
-    return np.sum(onehot * nu, axis=-1) - lse[:, 0], onehot - t, -0.5 * t
+    lse = _logsumexp(shifted, axis=-1, keepdims=True)
+    t = jnp.exp(shifted - lse)
+    return jnp.sum(onehot * nu, axis=-1) - lse[..., 0], onehot - t, -0.5 * t
 
 
 def softmax_mc_log_z(nu, psi, y, eps):
     """Reparameterised Monte Carlo estimate of ln Z and its gradients (paper 004 eq. 16-18).
 
-    z_s = nu + sqrt(psi) eps_s (eq. 17), eps (R, S, C). ln Z ~ ln (1/S) sum_s p(y | z_s) and
+    z_s = nu + sqrt(psi) eps_s (eq. 17), eps (..., S, C). ln Z ~ ln (1/S) sum_s p(y | z_s) and
     grad ln Z ~ sum_s p(y | z_s) grad ln p(y | z_s) / sum_s p(y | z_s) (eq. 18), with
     d ln p/dz = y - softmax(z) and dz/dpsi = eps / (2 sqrt psi).
     """
-    onehot = one_hot(y, nu.shape[-1])[:, None, :]
-    sd = np.sqrt(np.maximum(psi, 1e-300))[:, None, :]
-    z = nu[:, None, :] + sd * eps
-    log_soft = z - logsumexp(z, axis=-1, keepdims=True)
-    log_p = np.sum(onehot * log_soft, axis=-1)  # (R, S)
-    log_z = logsumexp(log_p, axis=-1) - np.log(eps.shape[1])
-    weights = np.exp(log_p - logsumexp(log_p, axis=-1, keepdims=True))[..., None]
-    dlogp_dz = onehot - np.exp(log_soft)
-    g_nu = np.sum(weights * dlogp_dz, axis=1)
-    g_psi = np.sum(weights * dlogp_dz * eps, axis=1) / (2.0 * sd[:, 0, :])
+    onehot = one_hot(y, nu.shape[-1])[..., None, :]
+    sd = jnp.sqrt(jnp.maximum(psi, 1e-300))[..., None, :]
+    z = nu[..., None, :] + sd * eps
+    log_soft = z - _logsumexp(z, axis=-1, keepdims=True)
+    log_p = jnp.sum(onehot * log_soft, axis=-1)  # (..., S)
+    log_z = _logsumexp(log_p, axis=-1) - math.log(eps.shape[-2])
+    weights = jnp.exp(log_p - _logsumexp(log_p, axis=-1, keepdims=True))[..., None]
+    dlogp_dz = onehot - jnp.exp(log_soft)
+    g_nu = jnp.sum(weights * dlogp_dz, axis=-2)
+    g_psi = jnp.sum(weights * dlogp_dz * eps, axis=-2) / (2.0 * sd[..., 0, :])
     return log_z, g_nu, g_psi
 
 
-def softmax_mc_probs(nu, psi, rng, n_samples):
+def softmax_mc_probs(nu, psi, key, n_samples: int):
     """Predictive class probabilities (1/S) sum_s softmax(nu + sqrt(psi) eps_s)
-    (paper 004 supplement eq. 6), nu/psi (..., C)."""
-    eps = rng.standard_normal((n_samples, *nu.shape))
-    z = nu + np.sqrt(psi) * eps
-    return np.mean(np.exp(z - logsumexp(z, axis=-1, keepdims=True)), axis=0)
+    (paper 004 supplement eq. 6), nu/psi (..., C), eps drawn from the jax ``key``."""
+    eps = jax.random.normal(key, (n_samples, *nu.shape), dtype=jnp.float64)
+    z = nu + jnp.sqrt(psi) * eps
+    return jnp.mean(jnp.exp(z - _logsumexp(z, axis=-1, keepdims=True)), axis=0)
 
 
 # ---- Poisson with the negative-binomial approximation (eq. 19-22) -------------------------
@@ -146,14 +153,14 @@ def negative_binomial_logpmf(y, nu, psi):
     """ln NB(y | mean e^nu, scale psi) = ln Gamma(y + 1/psi) - ln Gamma(y + 1) - ln Gamma(1/psi)
     + y ln(psi mu / (1 + psi mu)) - (1/psi) ln(1 + psi mu), mu = e^nu (paper 004 eq. 22, whose
     printed 'nu e^psi' should read 'psi e^nu')."""
-    psi = np.maximum(psi, MIN_PSI_NB)
+    psi = jnp.maximum(psi, MIN_PSI_NB)
     r = 1.0 / psi
-    log1p_pm = np.logaddexp(0.0, np.log(psi) + nu)  # ln(1 + psi mu)
+    log1p_pm = jnp.logaddexp(0.0, jnp.log(psi) + nu)  # ln(1 + psi mu)
     return (
-        gammaln(y + r)
-        - gammaln(y + 1.0)
-        - gammaln(r)
-        + y * (np.log(psi) + nu - log1p_pm)
+        _gammaln(y + r)
+        - _gammaln(y + 1.0)
+        - _gammaln(r)
+        + y * (jnp.log(psi) + nu - log1p_pm)
         - r * log1p_pm
     )
 
@@ -164,17 +171,17 @@ def poisson_nb_log_z(nu, psi, y):
     d/dnu = (y - mu)/(1 + psi mu),
     d/dpsi = [ln(1 + psi mu) - (digamma(y + 1/psi) - digamma(1/psi))]/psi^2 + (y - mu)/(psi (1 + psi mu)).
     """
-    psi = np.maximum(psi, MIN_PSI_NB)
-    mu = np.exp(nu)
+    psi = jnp.maximum(psi, MIN_PSI_NB)
+    mu = jnp.exp(nu)
     one_pm = 1.0 + psi * mu
-    log1p_pm = np.logaddexp(0.0, np.log(psi) + nu)
+    log1p_pm = jnp.logaddexp(0.0, jnp.log(psi) + nu)
     g_nu = (y - mu) / one_pm
-    g_psi = (log1p_pm - (digamma(y + 1.0 / psi) - digamma(1.0 / psi))) / psi**2 + (y - mu) / (
+    g_psi = (log1p_pm - (_digamma(y + 1.0 / psi) - _digamma(1.0 / psi))) / psi**2 + (y - mu) / (
         psi * one_pm
     )
-    return np.sum(negative_binomial_logpmf(y, nu, psi), axis=-1), g_nu, g_psi
+    return jnp.sum(negative_binomial_logpmf(y, nu, psi), axis=-1), g_nu, g_psi
 
 
 def negative_binomial_mode(nu, psi):
     """Mode of NB(e^nu, psi): floor((1 - psi) e^nu) when psi < 1, else 0 (paper 004 sec. 4)."""
-    return np.where(psi < 1.0, np.floor((1.0 - psi) * np.exp(nu)), 0.0)
+    return jnp.where(psi < 1.0, jnp.floor((1.0 - psi) * jnp.exp(nu)), 0.0)

@@ -14,15 +14,19 @@ linear, so the network output is N(nu, psi) with nu = mu_L, psi = tau_L.
 Everything is batched: weights carry a leading replicate axis R (independent networks
 advanced together) and inputs have shape (R, T, I) for T points per replicate. The reverse
 pass returns d/dm and d/dv of any scalar function of (nu, psi) given d/dnu and d/dpsi,
-summed over the T points (the ADF update uses T = 1).
+summed over the T points (the ADF update uses T = 1). The leading replicate axis is optional:
+the filter calls these on one replicate's weights (D_l, D_{l-1} + 1) and inputs (T, I) under
+``jax.vmap``. Both are jitted jax.numpy functions, so eager calls run compiled too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from ..jax_runtime import jax, jnp
 from .relu_moments import relu_moments
 
 
@@ -55,26 +59,53 @@ class Architecture:
         return [np.stack([rep[k] for rep in per_rep]) for k in range(len(self.shapes))]
 
 
-def _with_bias(mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ones = np.ones((*mean.shape[:-1], 1))
-    return np.concatenate([mean, ones], axis=-1), np.concatenate([var, 0.0 * ones], axis=-1)
+def _apply(z, w):
+    """sum_j z[t, j] w[o, j]: z (..., T, D), w (..., O, D) -> (..., T, O).
+
+    For one point (T = 1, the filter) an elementwise product summed over j, whose summation
+    order does not depend on how many replicates are batched (a batched matrix product's
+    does, which would make a replicate's numbers depend on its batch-mates); matmul otherwise.
+    """
+    if z.shape[-2] == 1:
+        return jnp.sum(z[..., :, None, :] * w[..., None, :, :], axis=-1)
+    return z @ jnp.swapaxes(w, -1, -2)
 
 
-def forward(means, variances, x: np.ndarray, keep: bool = False):
+def _back(g, w):
+    """sum_o g[t, o] w[o, j]: g (..., T, O), w (..., O, D) -> (..., T, D); see ``_apply``."""
+    if g.shape[-2] == 1:
+        return jnp.sum(g[..., :, :, None] * w[..., None, :, :], axis=-2)
+    return g @ w
+
+
+def _outer(g, z):
+    """sum_t g[t, o] z[t, j]: g (..., T, O), z (..., T, D) -> (..., O, D); see ``_apply``."""
+    if g.shape[-2] == 1:
+        return g[..., 0, :, None] * z[..., 0, None, :]
+    return jnp.swapaxes(g, -1, -2) @ z
+
+
+def _with_bias(mean, var):
+    ones = jnp.ones((*mean.shape[:-1], 1), dtype=mean.dtype)
+    return jnp.concatenate([mean, ones], axis=-1), jnp.concatenate([var, 0.0 * ones], axis=-1)
+
+
+@partial(jax.jit, static_argnames=("keep",))
+def forward(means, variances, x, keep: bool = False):
     """Output moments (nu, psi), each (R, T, P), of inputs x (R, T, I) (paper 004 eq. 7-8).
 
     With ``keep`` also returns the per-layer quantities the reverse pass needs.
     """
-    zm, zv = x, np.zeros_like(x)
+    x = jnp.asarray(x, dtype=jnp.float64)
+    zm, zv = x, jnp.zeros_like(x)
     cache = []
     n_layers = len(means)
     for layer, (m, v) in enumerate(zip(means, variances, strict=True)):
         zm1, zv1 = _with_bias(zm, zv)
         fan_in = m.shape[-1]
-        mt, m2t, vt = (np.swapaxes(a, -1, -2) for a in (m, m * m, v))
         second = zm1 * zm1 + zv1
-        mu = (zm1 @ mt) / np.sqrt(fan_in)
-        tau = (zv1 @ m2t + second @ vt) / fan_in
+        mu = _apply(zm1, m) / np.sqrt(fan_in)
+        tau = (_apply(zv1, m * m) + _apply(second, v)) / fan_in
         if layer == n_layers - 1:
             if keep:
                 cache.append((zm1, zv1, second, None))
@@ -85,24 +116,25 @@ def forward(means, variances, x: np.ndarray, keep: bool = False):
     raise AssertionError("unreachable")
 
 
-def backward(means, variances, cache, g_nu: np.ndarray, g_psi: np.ndarray):
+@jax.jit
+def backward(means, variances, cache, g_nu, g_psi):
     """Gradients (lists like ``means``) of a function of the output given its derivatives
-    g_nu = d/dnu and g_psi = d/dpsi (R, T, P): reverse-mode differentiation of ``forward``."""
+    g_nu = d/dnu and g_psi = d/dpsi (R, T, P): reverse-mode differentiation of ``forward``
+    (eq. 7-8 by the chain rule; paper 004 sec. 3's "backward pass of moments")."""
     g_mu, g_tau = g_nu, g_psi
-    grads_m: list[np.ndarray] = [None] * len(means)  # type: ignore[list-item]
-    grads_v: list[np.ndarray] = [None] * len(means)  # type: ignore[list-item]
+    grads_m: list = [None] * len(means)
+    grads_v: list = [None] * len(means)
     for layer in range(len(means) - 1, -1, -1):
         m, v = means[layer], variances[layer]
         zm1, zv1, second, _ = cache[layer]
         fan_in = m.shape[-1]
         sq = np.sqrt(fan_in)
-        g_mu_t, g_tau_t = np.swapaxes(g_mu, -1, -2), np.swapaxes(g_tau, -1, -2)
-        grads_m[layer] = (g_mu_t @ zm1) / sq + 2.0 * m * (g_tau_t @ zv1) / fan_in
-        grads_v[layer] = (g_tau_t @ second) / fan_in
+        grads_m[layer] = _outer(g_mu, zm1) / sq + 2.0 * m * _outer(g_tau, zv1) / fan_in
+        grads_v[layer] = _outer(g_tau, second) / fan_in
         if layer == 0:
             break
-        g_zm = (g_mu @ m) / sq + 2.0 * zm1 * ((g_tau @ v) / fan_in)
-        g_zv = (g_tau @ (m * m + v)) / fan_in
+        g_zm = _back(g_mu, m) / sq + 2.0 * zm1 * (_back(g_tau, v) / fan_in)
+        g_zv = _back(g_tau, m * m + v) / fan_in
         g_zm, g_zv = g_zm[..., :-1], g_zv[..., :-1]  # the bias unit is constant
         dm_dmu, dm_dtau, dv_dmu, dv_dtau = cache[layer - 1][3]
         g_mu = g_zm * dm_dmu + g_zv * dv_dmu

@@ -15,42 +15,49 @@ r(a) = Phi(a) / phi(a) = sqrt(pi/2) erfcx(-a / sqrt 2) is factored out,
 
 and for a >= 0 the variance is written with Q = Phi(-a):
 Var[z] = tau [1 - Q + a^2 Q (1 - Q) - a phi(a) (1 - 2 Q) - phi(a)^2].
+
+Pure jax.numpy functions (float64), usable inside compiled code and on any array shape.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import erfcx, log_ndtr, ndtr
+import math
 
-SQRT_HALF_PI = np.sqrt(np.pi / 2.0)
-INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+from ..jax_runtime import jax, jnp
+
+SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 TINY_VARIANCE = 1e-300
 
+_erfcx = jax.scipy.special.erfcx
 
-def normal_pdf(a: np.ndarray) -> np.ndarray:
+
+def normal_pdf(a):
     """Standard normal density phi(a)."""
-    return INV_SQRT_2PI * np.exp(-0.5 * a * a)
+    return INV_SQRT_2PI * jnp.exp(-0.5 * a * a)
 
 
-def mills_ratio_negative(a: np.ndarray) -> np.ndarray:
+def mills_ratio_negative(a):
     """Phi(a) / phi(a) for a <= 0, via the scaled complementary error function (no underflow)."""
-    return SQRT_HALF_PI * erfcx(-a / np.sqrt(2.0))
+    return SQRT_HALF_PI * _erfcx(-a / math.sqrt(2.0))
 
 
-def inverse_mills(a: np.ndarray) -> np.ndarray:
-    """phi(a) / Phi(a), the derivative of ln Phi(a), finite for every a (paper 004 eq. 24)."""
-    neg = np.minimum(a, 0.0)
-    tail = 1.0 / mills_ratio_negative(neg)
-    bulk = normal_pdf(a) / ndtr(np.maximum(a, 0.0))
-    return np.where(a < 0.0, tail, bulk)
+def inverse_mills(a):
+    """phi(a) / Phi(a), the derivative of ln Phi(a), finite for every a (paper 004 eq. 24).
+
+    One erfcx serves both signs: r = Phi(-|a|) / phi(a), so the ratio is 1 / r for a < 0 and
+    phi(a) / (1 - phi(a) r) for a >= 0."""
+    r = mills_ratio_negative(-jnp.abs(a))
+    pdf = normal_pdf(a)
+    return jnp.where(a < 0.0, 1.0 / r, pdf / (1.0 - pdf * r))
 
 
-def log_probit(a: np.ndarray) -> np.ndarray:
+def log_probit(a):
     """ln Phi(a), accurate for very negative a."""
-    return log_ndtr(a)
+    return jax.scipy.special.log_ndtr(a)
 
 
-def relu_moments(mu: np.ndarray, tau: np.ndarray):
+def relu_moments(mu, tau):
     """Mean and variance of max(0, u), u ~ N(mu, tau), and their derivatives (paper 004 eq. 8).
 
     Returns ``(mean, var, dmean_dmu, dmean_dtau, dvar_dmu, dvar_dtau)``. The derivatives follow
@@ -58,28 +65,30 @@ def relu_moments(mu: np.ndarray, tau: np.ndarray):
     dE[z]/dmu = Phi(a), dE[z]/dtau = phi(a) / (2 s), dE[z^2]/dmu = 2 E[z], dE[z^2]/dtau = Phi(a),
     so dVar/dmu = 2 E[z] (1 - Phi(a)) and dVar/dtau = Phi(a) - E[z] phi(a) / s.
     """
-    tau = np.maximum(tau, TINY_VARIANCE)
-    s = np.sqrt(tau)
+    tau = jnp.maximum(tau, TINY_VARIANCE)
+    s = jnp.sqrt(tau)
     a = mu / s
     pdf = normal_pdf(a)
     neg = a < 0.0
+    # one erfcx for both signs: r = Phi(-|a|) / phi(a), the Mills ratio at -|a|
+    r = mills_ratio_negative(-jnp.abs(a))
+    # computed once: without the barrier XLA copies erfcx into every output's fusion
+    pdf, r = jax.lax.optimization_barrier((pdf, r))
     # a < 0: factor out phi(a) with the Mills ratio r = Phi(a)/phi(a)
-    a_neg = np.minimum(a, 0.0)
-    r = mills_ratio_negative(a_neg)
+    a_neg = jnp.minimum(a, 0.0)
     one_plus_ar = 1.0 + a_neg * r
     mean_neg = s * pdf * one_plus_ar
     var_neg = tau * pdf * ((a_neg * a_neg + 1.0) * r + a_neg - pdf * one_plus_ar**2)
-    cdf_neg = pdf * r
-    # a >= 0: Q = Phi(-a) is small, no cancellation against the leading 1
-    a_pos = np.maximum(a, 0.0)
-    q = ndtr(-a_pos)
+    # a >= 0: Q = Phi(-a) = phi(a) r is small, no cancellation against the leading 1
+    a_pos = jnp.maximum(a, 0.0)
+    q = pdf * r
     mean_pos = mu * (1.0 - q) + s * pdf
     var_pos = tau * (
         1.0 - q + a_pos * a_pos * q * (1.0 - q) - a_pos * pdf * (1.0 - 2.0 * q) - pdf**2
     )
-    cdf = np.where(neg, cdf_neg, 1.0 - q)
-    mean = np.where(neg, mean_neg, mean_pos)
-    var = np.maximum(np.where(neg, var_neg, var_pos), 0.0)
+    cdf = jnp.where(neg, q, 1.0 - q)
+    mean = jnp.where(neg, mean_neg, mean_pos)
+    var = jnp.maximum(jnp.where(neg, var_neg, var_pos), 0.0)
     dmean_dmu = cdf
     dmean_dtau = 0.5 * pdf / s
     dvar_dmu = 2.0 * mean * (1.0 - cdf)

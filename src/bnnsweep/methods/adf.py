@@ -1,13 +1,9 @@
 """``pbp`` and ``ebp``: assumed density filtering over the weights of a ReLU network
 (paper 004; Hernandez-Lobato & Adams 2015), several replicates advanced as one batch.
 
-Each epoch visits every training point once in a fresh random order; for each point the
-output moments are propagated forward (eq. 7-8), ln Z of the observation and its gradients
-with respect to the output moments come from the likelihood (eq. 9, 14-18, 22, 24, 25), are
-propagated back to every weight's mean and variance, and the weights are updated by eq. 6.
-PBP also moves the Gamma of the noise precision by moment matching at every point (Gaussian
-likelihood) and refines the Gamma of the prior precision by EP after every epoch; EBP keeps
-the weight variances at 1 and shrinks the means by the fixed prior after every epoch.
+This module holds the settings, the fit wrapper and the results; the filter itself (the
+compiled scan over points, eq. 6-25) is :mod:`bnnsweep.engines.adf.filter`. Each epoch visits
+every training point once in a fresh random order drawn from the replicate's generator.
 
 Replicates (data splits or seeds) share the architecture; each draws from its own random
 stream, so its numbers do not depend on which replicates it is batched with.
@@ -19,12 +15,105 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...datasets.base import Split
-from ...engines.adf import likelihoods as lik
-from ...engines.adf.network import Architecture, backward, forward
-from ...engines.adf.updates import PriorSites, adf_update, refine_prior
-from ...method_base import FitResult
-from .settings import ADFSettings, EBPSettings, PBPSettings
+from ..datasets.base import Split
+from ..engines.adf import likelihoods as lik
+from ..engines.adf.filter import FilterConfig, FilterState, compiled_epoch, output_moments
+from ..engines.adf.network import Architecture
+from ..engines.adf.updates import PriorSites
+from ..engines.jax_runtime import jax, jnp, key_from_rng
+from ..method_base import FitResult, check_choice, check_positive
+
+# ---- settings (paper 004 sec. 3-6) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ADFSettings:
+    """Shared by PBP and EBP.
+
+    The ADF model is not the erf/tanh network of :class:`ModelSettings`: ReLU hidden layers,
+    any number of them, one shared prior precision lambda for every weight (paper 004 eq. 3)
+    and a choice of likelihood, so these settings stand on their own.
+
+    ``layers`` is either the number of hidden layers, each of ``hidden`` units (the sweep
+    axis), or an explicit list of hidden-layer widths (e.g. [50, 50]); the list form fixes
+    the architecture whatever ``hidden`` says, so prefer the integer form in sweeps. Hidden
+    units are ReLU (``activation`` accepts only ``relu``).
+    """
+
+    hidden: int = 50
+    layers: int | list = 1
+    activation: str = "relu"
+    likelihood: str = "gaussian"
+    epochs: int = 40
+    noise_shape: float = 6.0
+    noise_rate: float = 6.0
+    softmax_approximation: str = "mc"
+    mc_samples: int = 10
+    predictive_samples: int = 100
+    trace_test: bool = True
+
+    def validate(self) -> None:
+        check_positive("hidden", self.hidden)
+        if isinstance(self.layers, list | tuple):
+            if not self.layers or not all(
+                isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in self.layers
+            ):
+                raise ValueError(
+                    f"setting 'layers' must be a positive integer or a non-empty list of them, got {self.layers!r}"
+                )
+        elif isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1:
+            raise ValueError(
+                f"setting 'layers' must be a positive integer or a non-empty list of them, got {self.layers!r}"
+            )
+        check_choice("activation", self.activation, ("relu",))
+        check_choice("likelihood", self.likelihood, lik.LIKELIHOODS)
+        check_choice(
+            "softmax_approximation", self.softmax_approximation, lik.SOFTMAX_APPROXIMATIONS
+        )
+        for key in ("epochs", "noise_shape", "noise_rate", "mc_samples", "predictive_samples"):
+            check_positive(key, getattr(self, key))
+        if self.noise_shape <= 1:
+            raise ValueError(
+                f"setting 'noise_shape' must be > 1 (the noise variance b/(a-1) must exist), got {self.noise_shape}"
+            )
+
+    @property
+    def hidden_widths(self) -> list[int]:
+        if isinstance(self.layers, list | tuple):
+            return list(self.layers)
+        return [self.hidden] * self.layers
+
+
+@dataclass(frozen=True)
+class PBPSettings(ADFSettings):
+    """PBP: Gaussian weights N(m, v) with both moments updated; lambda ~ Gamma(prior_shape,
+    prior_rate) refined by EP after every epoch (HL&A 2015 use shape = rate = 6)."""
+
+    prior_shape: float = 6.0
+    prior_rate: float = 6.0
+
+    def validate(self) -> None:
+        super().validate()
+        check_positive("prior_rate", self.prior_rate)
+        if self.prior_shape <= 1:
+            raise ValueError(f"setting 'prior_shape' must be > 1, got {self.prior_shape}")
+
+
+@dataclass(frozen=True)
+class EBPSettings(ADFSettings):
+    """EBP: weight variances fixed at 1, means only; the prior precision is fixed at the small
+    value ``prior_precision`` (paper 004 sec. 3)."""
+
+    prior_precision: float = 1e-3
+
+    def validate(self) -> None:
+        super().validate()
+        check_positive("prior_precision", self.prior_precision)
+
+
+def accepted_tasks(settings: ADFSettings) -> tuple[str, ...]:
+    """Dataset tasks the chosen likelihood can model (the config check uses this)."""
+    return lik.TASKS[settings.likelihood]
 
 
 def n_classes_of(splits: list[Split]) -> int:
@@ -32,25 +121,7 @@ def n_classes_of(splits: list[Split]) -> int:
     return int(max(max(s.y_train.max(), s.y_test.max()) for s in splits)) + 1
 
 
-@dataclass
-class ADFState:
-    """Everything the filter carries between points, batched over R replicates."""
-
-    means: list[np.ndarray]
-    variances: list[np.ndarray]
-    noise_a: np.ndarray
-    noise_b: np.ndarray
-    prior_a: np.ndarray
-    prior_b: np.ndarray
-    sites: PriorSites | None
-    rejected_points: np.ndarray
-    rejected_weights: np.ndarray
-    rejected_noise: np.ndarray
-    skipped_prior_sites: np.ndarray
-
-    @property
-    def noise_var(self) -> np.ndarray:
-        return self.noise_b / (self.noise_a - 1.0)
+# ---- the batched run ------------------------------------------------------------------------
 
 
 class ADF:
@@ -77,146 +148,96 @@ class ADF:
         n_in, n_targets = shapes.pop()
         n_out = lik.n_outputs(self.likelihood, self.n_classes, n_targets)
         self.arch = Architecture((n_in, *settings.hidden_widths, n_out))
+        self.config = FilterConfig(
+            likelihood=self.likelihood,
+            fixed_variance=self.ebp,
+            softmax_bound=settings.softmax_approximation == "bound",
+            mc_samples=int(settings.mc_samples),
+            prior_precision=float(getattr(settings, "prior_precision", 0.0)),
+        )
+        self.monte_carlo = self.likelihood == "softmax" and not self.config.softmax_bound
         R = len(splits)
         self.n_train = np.array([s.x_train.shape[0] for s in splits])
         n_max = int(self.n_train.max())
-        self.x = np.zeros((R, n_max, n_in))
-        self.y = np.zeros((R, n_max, n_targets))
+        x = np.zeros((R, n_max, n_in))
+        y = np.zeros((R, n_max, n_targets))
         for r, s in enumerate(splits):
-            self.x[r, : self.n_train[r]] = s.x_train
-            self.y[r, : self.n_train[r]] = s.y_train
+            x[r, : self.n_train[r]] = s.x_train
+            y[r, : self.n_train[r]] = s.y_train
+        self.x, self.y = jnp.asarray(x), jnp.asarray(y)
         self.state = self._initial_state(R)
 
-    # ---- initial state ------------------------------------------------------------------
-    def _initial_state(self, R: int) -> ADFState:
+    def _initial_state(self, R: int) -> FilterState:
+        """Means N(0, 1/D) per replicate stream (HL&A 2015 sec. 3.4); variances 1 (EBP) or the
+        prior's b/(a-1) (PBP); the noise and prior Gammas at their settings."""
         s = self.settings
         means = self.arch.init_means(self.rngs)
         if self.ebp:
             variances = [np.ones_like(m) for m in means]
-            prior_a = np.full(R, np.nan)
-            prior_b = np.full(R, np.nan)
-            sites = None
+            prior_a = prior_b = np.full(R, np.nan)
+            sites = PriorSites.initial(R, 0, 1.0)
         else:
             assert isinstance(s, PBPSettings)
             prior_var = s.prior_rate / (s.prior_shape - 1.0)
             variances = [np.full_like(m, prior_var) for m in means]
             prior_a, prior_b = np.full(R, s.prior_shape), np.full(R, s.prior_rate)
             sites = PriorSites.initial(R, self.arch.n_weights, prior_var)
-        zeros = np.zeros(R, dtype=np.int64)
-        return ADFState(
-            means, variances, np.full(R, s.noise_shape), np.full(R, s.noise_rate),
-            prior_a, prior_b, sites, zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy(),
-        )  # fmt: skip
-
-    # ---- one observation per replicate --------------------------------------------------
-    def _log_z(self, nu, psi, y, active):
-        """ln Z and gradients for this step's observations (R, P); only active replicates
-        draw Monte Carlo samples, so a replicate's stream does not depend on its batch-mates."""
-        name = self.likelihood
-        if name == "gaussian":
-            return lik.gaussian_log_z(nu, psi, y, self.state.noise_var)
-        if name == "probit":
-            return lik.probit_log_z(nu, psi, y)
-        if name == "softmax":
-            if self.settings.softmax_approximation == "bound":
-                return lik.softmax_bound_log_z(nu, psi, y)
-            S, C = self.settings.mc_samples, nu.shape[-1]
-            eps = np.stack(
-                [
-                    rng.standard_normal((S, C)) if a else np.zeros((S, C))
-                    for rng, a in zip(self.rngs, active, strict=True)
-                ]
-            )
-            return lik.softmax_mc_log_z(nu, psi, y, eps)
-        return lik.poisson_nb_log_z(nu, psi, y)
-
-    def step(self, idx: np.ndarray, active: np.ndarray) -> None:
-        """Incorporate training point ``idx[r]`` into replicate r where ``active[r]``."""
-        st = self.state
-        rows = np.arange(len(idx))
-        x = self.x[rows, idx][:, None, :]
-        y = self.y[rows, idx]
-        nu, psi, cache = forward(st.means, st.variances, x, keep=True)
-        nu, psi = nu[:, 0], psi[:, 0]
-        with np.errstate(all="ignore"):
-            log_z, g_nu, g_psi = self._log_z(nu, psi, y, active)
-        finite = np.isfinite(log_z) & np.all(np.isfinite(g_nu) & np.isfinite(g_psi), axis=-1)
-        st.rejected_points += active & ~finite
-        use = (active & finite)[:, None]
-        g_nu = np.where(use, g_nu, 0.0)[:, None, :]
-        g_psi = np.where(use, g_psi, 0.0)[:, None, :]
-        grads_m, grads_v = backward(st.means, st.variances, cache, g_nu, g_psi)
-        for k in range(len(st.means)):
-            m_new, v_new, ok = adf_update(
-                st.means[k], st.variances[k], grads_m[k], grads_v[k], fixed_variance=self.ebp
-            )
-            st.rejected_weights += np.sum(~ok, axis=(1, 2))
-            st.means[k], st.variances[k] = m_new, v_new
-        if self.likelihood == "gaussian":
-            with np.errstate(all="ignore"):
-                a_new, b_new = lik.gamma_moment_match(y, nu, psi, st.noise_a, st.noise_b)
-            good = (active & finite).copy()
-            valid = np.isfinite(a_new) & np.isfinite(b_new) & (a_new > 1.0) & (b_new > 0.0)
-            st.rejected_noise += good & ~valid
-            good &= valid
-            st.noise_a = np.where(good, a_new, st.noise_a)
-            st.noise_b = np.where(good, b_new, st.noise_b)
+        zeros = jnp.zeros(R, dtype=jnp.int64)
+        return FilterState(
+            means=tuple(jnp.asarray(m) for m in means),
+            variances=tuple(jnp.asarray(v) for v in variances),
+            noise_a=jnp.full(R, float(s.noise_shape)),
+            noise_b=jnp.full(R, float(s.noise_rate)),
+            prior_a=jnp.asarray(prior_a),
+            prior_b=jnp.asarray(prior_b),
+            sites=sites,
+            rejected_points=zeros,
+            rejected_weights=zeros,
+            rejected_noise=zeros,
+            skipped_prior_sites=zeros,
+        )
 
     def epoch(self) -> None:
         """One pass over every replicate's training data in a fresh random order, then the
-        prior step (EP refinement for PBP, fixed-precision shrinkage for EBP)."""
-        n_max = self.x.shape[1]
-        order = np.zeros((len(self.rngs), n_max), dtype=np.int64)
+        prior step; Monte Carlo draws come from a key drawn from each replicate's stream."""
+        R, n_max = self.x.shape[:2]
+        order = np.zeros((R, n_max), dtype=np.int64)
         for r, rng in enumerate(self.rngs):
             order[r, : self.n_train[r]] = rng.permutation(self.n_train[r])
-        for t in range(n_max):
-            self.step(order[:, t], t < self.n_train)
-        self._prior_step()
-
-    def _prior_step(self) -> None:
-        st = self.state
-        if self.ebp:
-            # ADF with the prior factor N(w | 0, 1/lambda) on N(m, 1): m' = m / (1 + lambda)
-            shrink = 1.0 / (1.0 + self.settings.prior_precision)
-            st.means = [m * shrink for m in st.means]
-            return
-        R = len(self.rngs)
-        flat_m = np.concatenate([m.reshape(R, -1) for m in st.means], axis=1)
-        flat_v = np.concatenate([v.reshape(R, -1) for v in st.variances], axis=1)
-        with np.errstate(all="ignore"):
-            st.skipped_prior_sites += refine_prior(flat_m, flat_v, st.sites, st.prior_a, st.prior_b)
-        start = 0
-        for k, m in enumerate(st.means):
-            size = m[0].size
-            st.means[k] = flat_m[:, start : start + size].reshape(m.shape)
-            st.variances[k] = flat_v[:, start : start + size].reshape(m.shape)
-            start += size
+        if self.monte_carlo:
+            keys = jnp.stack([key_from_rng(rng) for rng in self.rngs])
+        else:  # no draws: the program ignores the key
+            keys = jnp.stack([jax.random.key(0)] * R)
+        self.state = compiled_epoch(self.config)(
+            self.state, self.x, self.y, jnp.asarray(order), jnp.asarray(self.n_train), keys
+        )
 
     # ---- predictions ---------------------------------------------------------------------
     def output_moments(self, r: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         st = self.state
-        means = [m[r : r + 1] for m in st.means]
-        variances = [v[r : r + 1] for v in st.variances]
-        nu, psi = forward(means, variances, x[None])
-        return nu[0], psi[0]
+        nu, psi = output_moments(
+            tuple(m[r] for m in st.means), tuple(v[r] for v in st.variances), jnp.asarray(x)
+        )
+        return np.asarray(nu), np.asarray(psi)
 
     def predict(self, r: int, x: np.ndarray, y: np.ndarray, rng) -> dict:
         """Predictive summaries at inputs x for replicate r, with log p(y | x) per point."""
         nu, psi = self.output_moments(r, x)
         name = self.likelihood
         if name == "gaussian":
-            var = psi + self.state.noise_var[r]
+            var = psi + float(self.state.noise_var[r])
             logpred = -0.5 * (np.log(2 * np.pi * var) + (y - nu) ** 2 / var)
             return {"mean": nu, "var": var, "logpred": logpred.sum(axis=-1)}
         if name == "poisson":
-            mode = lik.negative_binomial_mode(nu, psi)
+            mode = np.asarray(lik.negative_binomial_mode(nu, psi))
             var = np.exp(nu) + psi * np.exp(2.0 * nu)
-            logpred = lik.negative_binomial_logpmf(y, nu, psi).sum(axis=-1)
+            logpred = np.asarray(lik.negative_binomial_logpmf(y, nu, psi)).sum(axis=-1)
             return {"mean": mode, "var": var, "logpred": logpred}
         if name == "probit":
-            probs = lik.probit_probs(nu, psi)
+            probs = np.asarray(lik.probit_probs(nu, psi))
         else:
-            probs = lik.softmax_mc_probs(nu, psi, rng, self.settings.predictive_samples)
+            key = key_from_rng(rng)
+            probs = np.asarray(lik.softmax_mc_probs(nu, psi, key, self.settings.predictive_samples))
         labels = y[:, 0].astype(int)
         logpred = np.log(np.maximum(probs[np.arange(len(labels)), labels], 1e-300))
         label = np.argmax(probs, axis=-1)[:, None].astype(float)
@@ -231,7 +252,7 @@ class ADF:
         """(test error, test log-likelihood) in original units for the epoch trace, scored by
         :mod:`bnnsweep.results`: RMSE for gaussian, error rate for probit/softmax, mean
         absolute deviation for counts."""
-        from ...results import discrete_metrics, regression_metrics, to_original_units
+        from ..results import discrete_metrics, regression_metrics, to_original_units
 
         split = self.splits[r]
         pred = self.predict(r, split.x_test, split.y_test, rng)
@@ -268,7 +289,8 @@ class ADF:
         return [self._result(r, trace_err[r], trace_ll[r]) for r in range(R)]
 
     def _result(self, r: int, trace_err, trace_ll) -> FitResult:
-        st, s, split, rng = self.state, self.settings, self.splits[r], self.rngs[r]
+        s, split, rng = self.settings, self.splits[r], self.rngs[r]
+        st = jax.tree.map(lambda leaf: np.asarray(leaf[r]), self.state)
         test = self.predict(r, split.x_test, split.y_test, rng)
         train = self.predict(r, split.x_train, split.y_train, rng)
         gaussian = self.likelihood == "gaussian"
@@ -288,19 +310,19 @@ class ADF:
             result.traces["epoch_test_loglik"] = (("epoch",), trace_ll)
             result.coords["epoch"] = np.arange(1, s.epochs + 1)
         counts = {
-            "rejected_points": int(st.rejected_points[r]),
-            "rejected_weight_updates": int(st.rejected_weights[r]),
-            "rejected_noise_updates": int(st.rejected_noise[r]),
-            "skipped_prior_sites": int(st.skipped_prior_sites[r]),
+            "rejected_points": int(st.rejected_points),
+            "rejected_weight_updates": int(st.rejected_weights),
+            "rejected_noise_updates": int(st.rejected_noise),
+            "skipped_prior_sites": int(st.skipped_prior_sites),
         }
         result.diagnostics.update(counts)
         result.diagnostics.update(
             n_weights=self.arch.n_weights,
             n_hidden_layers=len(self.arch.widths) - 2,
-            noise_shape=float(st.noise_a[r]),
-            noise_rate=float(st.noise_b[r]),
-            prior_shape=float(st.prior_a[r]) if not self.ebp else float("nan"),
-            prior_rate=float(st.prior_b[r]) if not self.ebp else float("nan"),
+            noise_shape=float(st.noise_a),
+            noise_rate=float(st.noise_b),
+            prior_shape=float(st.prior_a) if not self.ebp else float("nan"),
+            prior_rate=float(st.prior_b) if not self.ebp else float("nan"),
         )
         rejected = {k: v for k, v in counts.items() if v and k != "skipped_prior_sites"}
         if rejected:
@@ -320,3 +342,14 @@ def fit_many(splits, settings: ADFSettings, rngs, log=print) -> list[FitResult]:
 def fit(split: Split, settings: ADFSettings, rng: np.random.Generator, log=print) -> FitResult:
     """Fit one split: ``fit_many`` with a batch of one."""
     return fit_many([split], settings, [rng], log)[0]
+
+
+__all__ = [
+    "ADFSettings",
+    "EBPSettings",
+    "PBPSettings",
+    "accepted_tasks",
+    "fit",
+    "fit_many",
+    "n_classes_of",
+]

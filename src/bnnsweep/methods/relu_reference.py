@@ -18,12 +18,12 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import softmax
 
-from ...datasets.base import Split
-from ...engines.adf import likelihoods as lik
-from ...engines.adf.network import Architecture, backward, forward
-from ...engines.mcmc import hmc as hmc_sampler
-from ...method_base import FitResult, check_choice, check_positive
-from .fit import n_classes_of
+from ..datasets.base import Split
+from ..engines.adf import likelihoods as lik
+from ..engines.adf.network import Architecture, backward, forward
+from ..engines.mcmc import hmc as hmc_sampler
+from ..method_base import FitResult, check_choice, check_positive
+from .adf import n_classes_of
 
 LIKELIHOODS = ("probit", "softmax")
 
