@@ -9,6 +9,7 @@ right name.
 from __future__ import annotations
 
 import copy
+import json
 from importlib import resources
 from pathlib import Path
 
@@ -163,7 +164,12 @@ def expand(config: dict) -> list[Cell]:
                 f"config key 'batching.methods.{name}': no method or label {name!r} in this "
                 f"config{suggest(name, sorted(labels))}"
             )
+    checked = set()
     for cell in cells:
+        key = (cell.method_name, json.dumps(cell.settings, sort_keys=True, default=str))
+        if key in checked:  # cells that differ only in dataset, split or seed
+            continue
+        checked.add(key)
         try:
             get_method(cell.method_name).settings(cell.settings)
         except SettingsError as err:

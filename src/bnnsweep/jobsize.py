@@ -20,6 +20,7 @@ cells' times and the largest cell's memory.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from functools import lru_cache
 
@@ -96,15 +97,22 @@ def work(method: str, s, n_train: int, n_test: int, n_out: int, w: int) -> Work 
     return None
 
 
-def _work_of(cell: Cell, shape: tuple[int, int, int, int]) -> tuple[int, int, Work | None]:
-    """(hidden units, weights, work model) of a cell on data of ``shape``."""
-    from .methods import get_method
+_WORK: dict[tuple, tuple[int, int, Work | None]] = {}
 
-    n_train, n_in, n_out, n_test = shape
-    settings = get_method(cell.method_name).settings(cell.settings)
-    hidden = getattr(settings, "hidden", 0)
-    w = n_weights(n_in, hidden, n_out)
-    return hidden, w, work(cell.method_name, settings, n_train, n_test, n_out, w)
+
+def _work_of(cell: Cell, shape: tuple[int, int, int, int]) -> tuple[int, int, Work | None]:
+    """(hidden units, weights, work model) of a cell on data of ``shape``; computed once per
+    method, settings and shape (a sweep over seeds shares one)."""
+    key = (cell.method_name, json.dumps(cell.settings, sort_keys=True, default=str), shape)
+    if key not in _WORK:
+        from .methods import get_method
+
+        n_train, n_in, n_out, n_test = shape
+        settings = get_method(cell.method_name).settings(cell.settings)
+        hidden = getattr(settings, "hidden", 0)
+        w = n_weights(n_in, hidden, n_out)
+        _WORK[key] = hidden, w, work(cell.method_name, settings, n_train, n_test, n_out, w)
+    return _WORK[key]
 
 
 def fit_seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
@@ -283,7 +291,6 @@ def calibration(results_dir) -> dict[str, dict]:
     The bound is the work model's upper limit (every restart to ``max_iter``), so ratios are
     usually well below one; ``plan`` multiplies the bound by them to predict core time.
     """
-    import json
     from pathlib import Path
 
     import netCDF4
