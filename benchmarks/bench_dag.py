@@ -212,6 +212,9 @@ def main(argv=None) -> int:
         "--adf-one-per-job", action="store_true", help="ADF also one job per cell, compared bitwise"
     )
     parser.add_argument("--batching", choices=["auto", "none"], default="auto")
+    parser.add_argument(
+        "--keep-default", type=Path, help="copy the default sweep's results here (for plan)"
+    )
     args = parser.parse_args(argv)
 
     out: dict = {"load_average_1min_at_start": os.getloadavg()[0]}
@@ -223,7 +226,9 @@ def main(argv=None) -> int:
         out["trivial"] = run_sweep(generated_config(args.cells), args.cores, args.batching)
         report("trivial exact cells", out["trivial"])
     if not args.skip_default:
-        out["default"] = run_sweep(ROOT / "config" / "config.yaml", args.cores, args.batching)
+        out["default"] = run_sweep(
+            ROOT / "config" / "config.yaml", args.cores, args.batching, keep=args.keep_default
+        )
         report("default sweep (config/config.yaml)", out["default"])
         print("target: < 10% of the time outside fits for the default sweep")
     if args.adf:
