@@ -179,7 +179,7 @@ def transition(
     return new, info
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)
 def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, adapt,
               recompute_burn, recompute_keep):  # fmt: skip
     """The compiled pieces of ``sample`` for one target and configuration (cached, so that
