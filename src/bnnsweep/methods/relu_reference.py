@@ -5,9 +5,9 @@
 The moment network with all weight variances 0 is the ordinary network, and its reverse pass
 with psi = 0 gives the ordinary gradient, so the ADF code is reused: ln Z of the probit or
 softmax-bound likelihood at psi = 0 is the exact log-likelihood ln Phi(t f) or y.f - lse(f).
-``relu_hmc`` runs the package's batched hybrid Monte Carlo sampler on that energy (paper 004
-used NUTS, 20000 samples after 5000 burn-in; here several HMC chains with step sizes adapted
-during burn-in only).
+``relu_hmc`` runs the package's compiled hybrid Monte Carlo kernel on the same energy written
+in JAX (``relu_potential``; paper 004 used NUTS, 20000 samples after 5000 burn-in; here
+several HMC chains with step sizes adapted during burn-in only).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from scipy.special import softmax
 from ..datasets.base import Split
 from ..engines.adf import likelihoods as lik
 from ..engines.adf.network import Architecture, backward, forward
+from ..engines.jax_runtime import jax, jnp, key_from_rng
 from ..engines.mcmc import hmc as hmc_sampler
 from ..method_base import FitResult, check_choice, check_positive
 from .adf import n_classes_of
@@ -157,18 +158,57 @@ def fit(split: Split, settings: PointSettings, rng: np.random.Generator, log=pri
     return result
 
 
+def relu_outputs(shapes, x, w):
+    """Outputs (N, P) of the ReLU network with flat weights w (one vector; layer l a row-major
+    (D_l, D_{l-1} + 1) block whose last column multiplies the bias unit) at inputs x (N, I):
+    z_l = relu([z_{l-1}, 1] W_l^T / sqrt(D_{l-1} + 1)), linear output layer (paper 004 eq. 7
+    with every weight variance 0, the fan-in scaling of ``engines.adf.network.forward``)."""
+    z, start = x, 0
+    for layer, (n_out, n_in) in enumerate(shapes):
+        m = w[start : start + n_out * n_in].reshape(n_out, n_in)
+        start += n_out * n_in
+        a = (z @ m[:, :-1].T + m[:, -1]) / np.sqrt(n_in)
+        z = a if layer == len(shapes) - 1 else jnp.where(a > 0.0, a, 0.0)
+    return z
+
+
+def relu_potential(shapes, likelihood: str, prior_variance: float, x, y):
+    """U(w) = -sum_n ln p(y_n | x_n, w) + |w|^2 / (2 prior_variance) for one weight vector,
+    a JAX function for the compiled HMC kernel: ln p = ln Phi(t f) with t = 2 y - 1 (probit)
+    or f_y - ln sum_c exp f_c (softmax), the psi = 0 values of paper 004 eq. 24 and 14."""
+    labels = jnp.asarray(y[:, 0].astype(int))
+    x = jnp.asarray(x)
+
+    def potential(params, theta, w):
+        f = relu_outputs(shapes, x, w)
+        if likelihood == "probit":
+            log_lik = jax.scipy.special.log_ndtr((2.0 * labels - 1.0) * f[:, 0])
+        else:
+            log_lik = jnp.take_along_axis(f, labels[:, None], axis=1)[:, 0] - (
+                jax.scipy.special.logsumexp(f, axis=1)
+            )
+        return -jnp.sum(log_lik) + 0.5 * jnp.dot(w, w) / prior_variance
+
+    return potential
+
+
 def fit_hmc(
     split: Split, settings: ReferenceHMCSettings, rng: np.random.Generator, log=print
 ) -> FitResult:
-    """``relu_hmc``: batched HMC chains from random fan-in initialisations; predictions average
-    the class probabilities over ``predictive_samples`` kept samples."""
+    """``relu_hmc``: HMC chains (the compiled kernel of ``engines.mcmc.hmc``) from random
+    fan-in initialisations; predictions average the class probabilities over
+    ``predictive_samples`` kept samples."""
     post = ClassifierPosterior(split, settings)
     w0 = np.concatenate(
         [m.reshape(settings.chains, -1) for m in post.arch.init_means([rng] * settings.chains)],
         axis=1,
     )
+    potential = relu_potential(
+        post.arch.shapes, settings.likelihood, settings.prior_variance,
+        split.x_train, split.y_train,
+    )  # fmt: skip
     run = hmc_sampler.sample(
-        post.energy, w0, None, rng,
+        potential, w0, None, None, key_from_rng(rng),
         n_burn=settings.burn_in, n_samples=settings.samples,
         n_leapfrog_burn=settings.leapfrog, n_leapfrog=settings.leapfrog,
         step_size=settings.step_size, target_accept=settings.target_accept, log=log,
