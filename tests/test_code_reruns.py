@@ -106,7 +106,7 @@ def test_editing_a_figure_module_redraws_only_that_figure(project):
 
 def test_code_reruns_false_keeps_cells_made_by_older_code(project):
     before = fits(project)
-    off = ("--config", "code_reruns=false")
+    off = ("--config", "code_reruns=False")
     run(project, *off)  # the batch specs change once (no code versions): every cell is kept
     assert fits(project) == before
     edit(project / "src" / "bnnsweep" / "methods" / "laplace.py")

@@ -185,3 +185,34 @@ def test_cli_fit_list_and_errors(tmp_path):
     )
     assert bad.returncode == 2 and "did you mean 'restarts'" in bad.stderr
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_merge_stores_test_data_once_per_test_set(tmp_path):
+    """Cells of two datasets (1 and 12 inputs) and two seeds: the merged file holds each
+    test set once, and figures see every run's own test data."""
+    from bnnsweep.figures import load_merged
+    from bnnsweep.results import merge_cells, run_test_data, with_run_test_data
+    from bnnsweep.runner import fit_cell, write_result
+    from bnnsweep.sweep import Cell
+
+    paths = []
+    for dataset in ("toy_sine", "sunspots"):
+        for seed in (0, 1):
+            settings = {"hidden": 1, "restarts": 1, "max_iter": 5}
+            cell = Cell("m", dataset, "default", "map", "map", seed, (("hidden", 1),), settings)
+            path = tmp_path / f"{dataset}_{seed}.nc"
+            paths.append(write_result(fit_cell(cell, log=lambda m: None), path))
+    paths.sort(key=str)  # the order of the runs in the merged file
+    merged = merge_cells(paths)
+    assert merged.sizes["run"] == 4 and merged.sizes["test_set"] == 2
+    assert merged["x_test"].dims == ("test_set", "test_point", "input")
+    assert sorted(merged.test_set_dataset.values) == ["sunspots", "toy_sine"]
+    x = run_test_data(merged, "x_test")
+    for run in range(4):
+        with xr.open_dataset(paths[run]) as cell:
+            own = cell["x_test"].values
+        got = x.isel(run=run).values[: own.shape[0], : own.shape[1]]
+        np.testing.assert_array_equal(got, own)
+    write_result(merged, tmp_path / "merged.nc")
+    per_run = with_run_test_data(load_merged(tmp_path / "merged.nc"))
+    assert per_run["y_test"].dims[0] == "run" and "test_set" not in per_run.dims

@@ -289,7 +289,8 @@ def calibration(results_dir) -> dict[str, dict]:
     ``results_dir`` that record ``runtime_s``: ``{method: {"cells": n, "ratio": median}}``.
 
     The bound is the work model's upper limit (every restart to ``max_iter``), so ratios are
-    usually well below one; ``plan`` multiplies the bound by them to predict core time.
+    usually well below one; ``plan`` multiplies the bound by them to predict core time. For
+    methods without a work model, ``seconds`` is the median measured time of a cell.
     """
     from pathlib import Path
 
@@ -298,6 +299,7 @@ def calibration(results_dir) -> dict[str, dict]:
     from .sweep import cell_from_spec
 
     ratios: dict[str, list[float]] = {}
+    times: dict[str, list[float]] = {}
     for path in sorted(Path(results_dir).glob("*/cells/*/*/*.nc")):
         try:
             with netCDF4.Dataset(path) as nc:
@@ -318,10 +320,15 @@ def calibration(results_dir) -> dict[str, dict]:
             continue
         if bound and runtime > 0:
             ratios.setdefault(method_name, []).append(runtime / bound)
+        elif bound is None:
+            times.setdefault(method_name, []).append(runtime)
     out = {}
     for method, values in ratios.items():
         values.sort()
         out[method] = {"cells": len(values), "ratio": values[len(values) // 2]}
+    for method, values in times.items():
+        values.sort()
+        out[method] = {"cells": len(values), "seconds": values[len(values) // 2]}
     return out
 
 
@@ -357,9 +364,13 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
         need = batch.resources()
         row["mem"] = max(row["mem"], need["mem_mb"])
         row["requested"] += need["runtime"] / 60.0
-        ratio = calib.get(first.method_name, {}).get("ratio", 1.0)
+        measured = calib.get(first.method_name, {})
+        ratio = measured.get("ratio", 1.0)
         for cell in batch.cells:
             fit = fit_seconds(cell, data_shape(cell.dataset, cell.split))
+            if fit is None and "seconds" in measured:
+                row["estimate"] += measured["seconds"]
+                continue
             if fit is None:
                 row["unknown"] += 1
                 continue
@@ -382,7 +393,12 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     total_est = total_bound = 0.0
     for (experiment, label), row in rows.items():
         c = calib.get(row["method"])
-        note = f"{c['cells']} cells, x{c['ratio']:.3g}" if c else "none (bound)"
+        if not c:
+            note = "none (bound)"
+        elif "ratio" in c:
+            note = f"{c['cells']} cells, bound x {c['ratio']:.3g}"
+        else:
+            note = f"{c['cells']} cells, {c['seconds']:.3g} s per cell"
         unknown = f" + {row['unknown']} cell(s) without a work model" if row["unknown"] else ""
         lines.append(
             f"| {experiment} / {label} | {row['method']} | {row['cells']} | {row['jobs']} | "

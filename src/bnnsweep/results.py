@@ -243,7 +243,10 @@ def merge_cells(paths) -> xr.Dataset:
         key = (str(ds["dataset"].item()), str(ds["split"].item()))
         present = [name for name in TEST_DATA if name in ds]
         if key not in test_sets and present:
-            test_sets[key] = ds[present]
+            tests = ds[present]  # integer labels, so that test sets of other sizes align
+            test_sets[key] = tests.assign_coords(
+                {d: np.arange(n) for d, n in tests.sizes.items() if d not in tests.coords}
+            )
         ds = ds.drop_vars(present)
         # integer labels on every unlabelled dimension, so that ragged traces align by padding
         ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
@@ -279,6 +282,9 @@ def merge_cells(paths) -> xr.Dataset:
         tests = xr.concat(
             [t.expand_dims("test_set") for t in test_sets.values()],
             dim="test_set",
+            data_vars="all",
+            coords="minimal",
+            compat="override",
             join="outer",
             fill_value=np.nan,
         )
