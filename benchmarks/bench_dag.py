@@ -166,9 +166,10 @@ def adf_config() -> dict:
     return {"experiments": {"uci_adf": experiment}}
 
 
-def adf_in_one_process(config: dict) -> dict:
-    """The ADF fits of ``config`` batched in this process, one ``fit_many`` per dataset and
-    method (as a throwaway script would); CPU seconds of the fits and of the whole."""
+def adf_in_one_process(config: dict, vectorise: bool) -> dict:
+    """The ADF fits of ``config`` in this process, per dataset and method one ``fit_many``
+    (``vectorise``, as a throwaway script would) or one ``fit`` after another; CPU seconds
+    of the fits and of the whole."""
     from bnnsweep import datasets
     from bnnsweep.config import expand, validate
     from bnnsweep.methods import get_method
@@ -183,10 +184,13 @@ def adf_in_one_process(config: dict) -> dict:
         method = get_method(method_name)
         data = datasets.load(dataset)
         splits = [data.split(c.split) for c in group]
+        settings = method.settings(group[0].settings)
         t = time.process_time()
-        method.fit_many(
-            splits, method.settings(group[0].settings), [c.rng() for c in group], log=lambda m: None
-        )
+        if vectorise:
+            method.fit_many(splits, settings, [c.rng() for c in group], log=lambda m: None)
+        else:
+            for split, cell in zip(splits, group, strict=True):
+                method.fit(split, settings, cell.rng(), log=lambda m: None)
         fit_cpu += time.process_time() - t
     return {"cells": len(cells), "cpu_s": time.process_time() - start, "fit_cpu_s": fit_cpu}
 
@@ -212,10 +216,14 @@ def main(argv=None) -> int:
         "--adf-one-per-job", action="store_true", help="ADF also one job per cell, compared bitwise"
     )
     parser.add_argument("--batching", choices=["auto", "none"], default="auto")
+    parser.add_argument("--adf-one-process", type=int, choices=[0, 1], help=argparse.SUPPRESS)
     parser.add_argument(
         "--keep-default", type=Path, help="copy the default sweep's results here (for plan)"
     )
     args = parser.parse_args(argv)
+    if args.adf_one_process is not None:
+        print(json.dumps(adf_in_one_process(adf_config(), bool(args.adf_one_process))))
+        return 0
 
     out: dict = {"load_average_1min_at_start": os.getloadavg()[0]}
     if not args.skip_dag:
@@ -236,14 +244,22 @@ def main(argv=None) -> int:
             batched = Path(tmp) / "batched"
             out["adf_workflow"] = run_sweep(adf_config(), args.cores, "auto", keep=batched)
             report("ADF through the workflow", out["adf_workflow"])
-            out["adf_one_process"] = one = adf_in_one_process(adf_config())
-            ratio = out["adf_workflow"]["cpu_s"] / one["cpu_s"]
-            out["adf_cpu_ratio"] = ratio
-            print(
-                f"ADF in one process: {one['cells']} cells, {one['cpu_s']:.1f} s CPU "
-                f"({one['fit_cpu_s']:.1f} s in fit_many); workflow / one process = "
-                f"{ratio:.2f} (target <= 1.2)"
-            )
+            for vectorise in (True, False):
+                # each in a fresh process, so that neither reuses the other's compilations
+                one = json.loads(
+                    subprocess.run(
+                        [sys.executable, __file__, "--adf-one-process", str(int(vectorise))],
+                        capture_output=True, text=True, check=True,
+                    ).stdout.splitlines()[-1]
+                )  # fmt: skip
+                name = "fit_many" if vectorise else "fit one after another"
+                out[f"adf_one_process_{'vectorised' if vectorise else 'sequential'}"] = one
+                ratio = out["adf_workflow"]["cpu_s"] / one["cpu_s"]
+                print(
+                    f"ADF in one process ({name}): {one['cells']} cells, {one['cpu_s']:.1f} s "
+                    f"CPU ({one['fit_cpu_s']:.1f} s fitting); workflow / this = {ratio:.2f} "
+                    "(target <= 1.2)"
+                )
             if args.adf_one_per_job:
                 single = Path(tmp) / "single"
                 out["adf_one_per_job"] = run_sweep(adf_config(), args.cores, "none", keep=single)

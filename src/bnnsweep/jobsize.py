@@ -168,7 +168,13 @@ def resources(cell: Cell, attempt: int = 1) -> dict:
 
 # --- batches: several cells in one job ---------------------------------------------------
 
-BATCHING_DEFAULTS = {"mode": "auto", "target_minutes": 5.0, "max_cells": 400, "methods": {}}
+BATCHING_DEFAULTS = {
+    "mode": "auto",
+    "target_minutes": 5.0,
+    "max_cells": 400,
+    "methods": {},
+    "vectorise": False,
+}
 STRATEGIES = ("dataset", "time", "none")
 
 
@@ -230,8 +236,9 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     """Cells grouped into jobs, deterministically from the config (never from measured times,
     so that a batch's cells do not move between runs).
 
-    ``dataset``: every split and seed of one dataset, method label and axis values, as one
-    vectorised ``fit_many`` when the method has one; ``time``: consecutive cells of one
+    ``dataset``: every split and seed of one dataset, method label and axis values, one
+    after another in one process (so a compiled function is built once), or with
+    ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells of one
     method label packed until their estimated time (safety included) reaches
     ``target_minutes``; ``none``: a job per cell. No batch holds more than ``max_cells``.
     """
@@ -256,7 +263,7 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
         label = (key[0], key[1])
         k = counters.get(label, 0)
         counters[label] = k + 1
-        vectorised = how == "dataset" and len(members) > 1
+        vectorised = how == "dataset" and len(members) > 1 and bool(batching["vectorise"])
         batches.append(Batch(f"{key[0]}.{key[1]}.{k}", members, how, vectorised))
 
     for key, members in groups.items():
