@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import gammaln
 
 from ..engines.jax_runtime import jax, jnp
@@ -80,11 +79,12 @@ class MarginalModel:
         def tempered(lam, w):
             return lam * phi_one(w) + prior_energy_one(w)
 
+        self._tempered_value = tempered
+
         self.phi_one, self.prior_energy_one = phi_one, prior_energy_one
         self.potential, self.gibbs = potential, gibbs
         self._phi_batch = jax.jit(jax.vmap(jax.value_and_grad(phi_one)))
         self._e0_batch = jax.jit(jax.vmap(jax.value_and_grad(prior_energy_one)))
-        self._tempered = jax.jit(jax.value_and_grad(tempered, argnums=1))
 
     def phi(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """phi(w) (B,) and its gradient (B, W)."""
@@ -100,22 +100,39 @@ class MarginalModel:
         value, grad = self._e0_batch(jnp.asarray(np.atleast_2d(w), dtype=jnp.float64))
         return np.asarray(value), np.asarray(grad)
 
-    def tempered_minimum(
-        self, lam: float, w0: np.ndarray, max_iter: int
-    ) -> tuple[np.ndarray, float, int]:
-        """A local minimum of E(lam, w) = lam phi(w) + E_0(w) by L-BFGS from ``w0`` (a jitted
-        value and gradient): the weights, the energy and the number of gradient evaluations."""
-        lam_j = jnp.float64(lam)
+    def tempered_minima(
+        self, lams: np.ndarray, w0: np.ndarray, n_iter: int
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Minima of E(lam_b, w) = lam_b phi(w) + E_0(w) from every row of ``w0`` (B, W) at
+        once: ``n_iter`` iterations of L-BFGS with a zoom line search (``optax.lbfgs``),
+        vmapped over the batch in one compiled scan (a fixed count, so the cost is known and
+        the result reproducible). Returns the points (B, W), their energies (B,) (inf where
+        the run left the finite region: the start is returned there) and the number of
+        gradient evaluations."""
+        import optax  # after engines.jax_runtime has configured jax
 
-        def fun(w):
-            value, grad = self._tempered(lam_j, jnp.asarray(w))
-            value = float(value)
-            if not np.isfinite(value):
-                return np.inf, np.zeros_like(w)
-            return value, np.asarray(grad)
+        def one(lam, w):
+            def fn(v):
+                return self._tempered_value(lam, v)
 
-        res = minimize(fun, w0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
-        return res.x, float(res.fun), int(res.nfev)
+            opt = optax.lbfgs()
+            value_and_grad = optax.value_and_grad_from_state(fn)
+
+            def step(carry, _):
+                v, state = carry
+                value, grad = value_and_grad(v, state=state)
+                updates, state = opt.update(grad, state, v, value=value, grad=grad, value_fn=fn)
+                return (optax.apply_updates(v, updates), state), None
+
+            (v, _), _ = jax.lax.scan(step, (w, opt.init(w)), None, length=n_iter)
+            value = fn(v)
+            ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(v))
+            return jnp.where(ok, v, w), jnp.where(ok, value, jnp.inf)
+
+        x, fun = jax.jit(jax.vmap(one))(
+            jnp.asarray(lams, dtype=jnp.float64), jnp.asarray(w0, dtype=jnp.float64)
+        )
+        return np.asarray(x), np.asarray(fun), int(len(w0) * (n_iter + 1))
 
     def optimised_start_points(
         self,
@@ -128,33 +145,27 @@ class MarginalModel:
         """Chain starts near the modes of each link's E(lam_i, w), for ``replicates``
         independent chains per link (rows ordered link-major: link i's chains at rows
         i * replicates ... ). Each replicate is placed by its own continuation: the lowest of
-        ``restarts`` L-BFGS minima of E at the largest lambda (from ``start_points`` draws),
-        then a minimum of every link's E(lam_i, w) started from that one, so that a
-        replicate's links sit in one basin as a sequential chain's would while different
-        replicates may find different basins (their spread then shows in the standard
-        error). Alpha is drawn from its Gibbs conditional there. Only where burn-in starts
-        changes, not what is sampled."""
+        ``restarts`` minima of E at the largest lambda (from ``start_points`` draws), then a
+        minimum of every link's E(lam_i, w) started from that one, so that a replicate's
+        links sit in one basin as a sequential chain's would while different replicates may
+        find different basins (their spread then shows in the standard error). Alpha is
+        drawn from its Gibbs conditional there. Only where burn-in starts changes, not what
+        is sampled. All minimisations of a stage run as one vmapped batch."""
         lambdas = np.asarray(lambdas, dtype=float)
         top = float(np.max(lambdas))
-        starts = np.empty((len(lambdas), replicates, self.objective.network.n_weights))
-        n_evals = 0
-        for r in range(replicates):
-            draws, _ = self.start_points(restarts, rng)
-            best, best_value = draws[0], np.inf
-            for w_start in draws:
-                w, value, evals = self.tempered_minimum(top, w_start, max_iter)
-                n_evals += evals
-                if value < best_value:
-                    best, best_value = w, value
-            for k, lam in enumerate(lambdas):
-                if lam == top:
-                    starts[k, r] = best
-                    continue
-                w, value, evals = self.tempered_minimum(float(lam), best, max_iter)
-                n_evals += evals
-                starts[k, r] = w if np.isfinite(value) else best
-        w0 = starts.reshape(-1, starts.shape[-1])
-        return w0, self.alpha_given(w0, rng), n_evals
+        draws, _ = self.start_points(replicates * restarts, rng)
+        minima, values, n_evals = self.tempered_minima(np.full(len(draws), top), draws, max_iter)
+        values = values.reshape(replicates, restarts)
+        best = minima.reshape(replicates, restarts, -1)[
+            np.arange(replicates), np.argmin(values, axis=1)
+        ]  # (R, W)
+        K = len(lambdas)
+        lam_grid = np.repeat(lambdas, replicates)  # link-major
+        from_best = np.tile(best, (K, 1))
+        starts, values, evals = self.tempered_minima(lam_grid, from_best, max_iter)
+        starts = np.where(np.isfinite(values)[:, None], starts, from_best)
+        starts[lam_grid == top] = from_best[lam_grid == top]
+        return starts, self.alpha_given(starts, rng), n_evals + evals
 
     def alpha_given(self, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """alpha_k | w ~ Gamma(a_k + W_k/2, rate b_k + w_k^T w_k / 2), shape (B, K): the
