@@ -328,3 +328,39 @@ def test_fuzzed_method_settings_validate_or_fail_cleanly(entry):
         expand(validate(config))
     except ConfigError:
         pass
+
+
+# --- fit-batch and plan ------------------------------------------------------------------------
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_fit_batch_and_plan_refuse_bad_input_in_one_line(tmp_path):
+    (tmp_path / "bad.json").write_text("{bad")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({**BATCHING_TYPO, "experiments": {"x": BASE_EXPERIMENT}}))
+    cases = [
+        (("fit-batch", tmp_path / "missing.json"), "batch spec"),
+        (("fit-batch", tmp_path / "bad.json"), "is not valid JSON"),
+        (("plan", tmp_path / "missing.yaml"), "does not exist"),
+        (
+            ("plan", config),
+            "'batching.methods.mpa': no method or label 'mpa' (did you mean 'map'?)",
+        ),
+    ]
+    for args, message in cases:
+        proc = _cli(*args)
+        assert proc.returncode == 2, args
+        assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+BATCHING_TYPO = {"batching": {"methods": {"mpa": "time"}}}
+BASE_EXPERIMENT = {"datasets": ["toy_sine"], "methods": {"map": {"hidden": 1}}}

@@ -161,8 +161,8 @@ def expand(config: dict) -> list[Cell]:
     for name in config.get("batching", {}).get("methods", {}):
         if name not in labels:
             raise ConfigError(
-                f"config key 'batching.methods.{name}': no method or label {name!r} in this "
-                f"config{suggest(name, sorted(labels))}"
+                f"config key 'batching.methods.{name}': no method or label {name!r}"
+                f"{suggest(name, sorted(labels))} in this config"
             )
     checked = set()
     for cell in cells:
