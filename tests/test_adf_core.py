@@ -137,9 +137,11 @@ def _likelihood_cases(rng):
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["gaussian", "probit", "softmax_bound", "softmax_mc", "poisson"])
-def test_gradients_of_log_z_match_finite_differences(name):
-    """d lnZ / d(m, v) of every weight of a two-hidden-layer net, by the reverse pass."""
+LIKELIHOOD_CASES = ["gaussian", "probit", "softmax_bound", "softmax_mc", "poisson"]
+
+
+def _gradient_case(name):
+    """A two-hidden-layer net, two replicates, one point each, and its reverse-pass gradients."""
     rng = np.random.default_rng(2)
     n_out, log_z_fn, y = _likelihood_cases(rng)[name]
     arch = Architecture((3, 5, 4, n_out))
@@ -154,19 +156,47 @@ def test_gradients_of_log_z_match_finite_differences(name):
     nu, psi, cache = forward(means, variances, x, keep=True)
     _, g_nu, g_psi = log_z_fn(nu[:, 0], psi[:, 0], y)
     gm, gv = backward(means, variances, cache, g_nu[:, None], g_psi[:, None])
+    return rng, log_z, means, variances, gm, gv
+
+
+def _bumped(params, k, idx, step):
+    """A fresh copy of params with one element moved (never mutated after it is passed to
+    JAX, which may read numpy buffers without copying them)."""
+    out = [np.array(p, copy=True) for p in params]
+    out[k][(slice(None), *idx)] += step
+    return out
+
+
+@pytest.mark.parametrize("name", LIKELIHOOD_CASES)
+def test_gradients_of_log_z_match_finite_differences(name):
+    """d lnZ / d(m, v) of every weight of a two-hidden-layer net, by the reverse pass."""
+    rng, log_z, means, variances, gm, gv = _gradient_case(name)
     h = 1e-6
     for k in range(len(means)):
-        for params, grads in ((means, gm), (variances, gv)):
+        for is_mean, params, grads in ((True, means, gm), (False, variances, gv)):
             for _ in range(6):
                 idx = tuple(rng.integers(0, n) for n in params[k].shape[1:])
-                bumped = [p.copy() for p in params]
-                bumped[k][(slice(None), *idx)] += h
-                up = log_z(*((bumped, variances) if params is means else (means, bumped)))
-                bumped[k][(slice(None), *idx)] -= 2 * h
-                down = log_z(*((bumped, variances) if params is means else (means, bumped)))
+                up, down = _bumped(params, k, idx, h), _bumped(params, k, idx, -h)
+                if is_mean:
+                    numeric = (log_z(up, variances) - log_z(down, variances)) / (2 * h)
+                else:
+                    numeric = (log_z(means, up) - log_z(means, down)) / (2 * h)
                 np.testing.assert_allclose(
-                    grads[k][(slice(None), *idx)], (up - down) / (2 * h), rtol=1e-5, atol=1e-8
+                    grads[k][(slice(None), *idx)], numeric, rtol=1e-5, atol=1e-8
                 )
+
+
+@pytest.mark.parametrize("name", LIKELIHOOD_CASES)
+def test_reverse_pass_equals_jax_autodiff(name):
+    """The analytic reverse pass the filter uses against jax.grad of ln Z(forward(m, v))."""
+    from bnnsweep.engines.jax_runtime import jax, jnp
+
+    _, log_z, means, variances, gm, gv = _gradient_case(name)
+    auto_m, auto_v = jax.grad(lambda ms, vs: jnp.sum(log_z(ms, vs)), argnums=(0, 1))(
+        [jnp.asarray(m) for m in means], [jnp.asarray(v) for v in variances]
+    )
+    for analytic, auto in zip([*gm, *gv], [*auto_m, *auto_v], strict=True):
+        np.testing.assert_allclose(analytic, auto, rtol=1e-9, atol=1e-12)
 
 
 def test_noise_gamma_moment_matching_against_quadrature():

@@ -78,11 +78,29 @@ def _back(g, w):
     return g @ w
 
 
-def _outer(g, z):
-    """sum_t g[t, o] z[t, j]: g (..., T, O), z (..., T, D) -> (..., O, D); see ``_apply``."""
-    if g.shape[-2] == 1:
-        return g[..., 0, :, None] * z[..., 0, None, :]
-    return jnp.swapaxes(g, -1, -2) @ z
+def _outer_products(pairs):
+    """[sum_t g[t, o] z[t, j] for (g, z) in pairs], g (..., T, O), z (..., T, D) -> (..., O, D),
+    as one matrix product blockdiag(g_1^T, ..., g_K^T) [z_1; ...; z_K] of shape (K O, D).
+
+    One product for all the weight gradients of a layer: a genuine matrix product is computed
+    once, where elementwise outer products (T = 1) would be recomputed by the compiler inside
+    every consumer (new mean, new variance, acceptance count). The off-diagonal blocks are
+    exact zeros, so each entry is the plain sum over t whatever the batch size.
+    """
+    k = len(pairs)
+    g_t = [jnp.swapaxes(g, -1, -2) for g, _ in pairs]
+    zero = jnp.zeros_like(g_t[0])
+    left = jnp.concatenate(
+        [
+            jnp.concatenate([g if i == j else zero for j in range(k)], axis=-1)
+            for i, g in enumerate(g_t)
+        ],
+        axis=-2,
+    )
+    right = jnp.concatenate([z for _, z in pairs], axis=-2)
+    out = left @ right
+    n_out = g_t[0].shape[-2]
+    return [out[..., i * n_out : (i + 1) * n_out, :] for i in range(k)]
 
 
 def _with_bias(mean, var):
@@ -105,7 +123,10 @@ def forward(means, variances, x, keep: bool = False):
         fan_in = m.shape[-1]
         second = zm1 * zm1 + zv1
         mu = _apply(zm1, m) / np.sqrt(fan_in)
-        tau = (_apply(zv1, m * m) + _apply(second, v)) / fan_in
+        if layer == 0:  # the inputs are known exactly: zv = 0
+            tau = _apply(second, v) / fan_in
+        else:
+            tau = (_apply(zv1, m * m) + _apply(second, v)) / fan_in
         if layer == n_layers - 1:
             if keep:
                 cache.append((zm1, zv1, second, None))
@@ -129,8 +150,12 @@ def backward(means, variances, cache, g_nu, g_psi):
         zm1, zv1, second, _ = cache[layer]
         fan_in = m.shape[-1]
         sq = np.sqrt(fan_in)
-        grads_m[layer] = _outer(g_mu, zm1) / sq + 2.0 * m * _outer(g_tau, zv1) / fan_in
-        grads_v[layer] = _outer(g_tau, second) / fan_in
+        pairs = [(g_mu / sq, zm1), (g_tau / fan_in, second)]
+        if layer > 0:  # the inputs of layer 0 have zv = 0
+            pairs.append((2.0 * g_tau / fan_in, zv1))
+        outer = _outer_products(pairs)
+        grads_m[layer] = outer[0] if layer == 0 else outer[0] + m * outer[2]
+        grads_v[layer] = outer[1]
         if layer == 0:
             break
         g_zm = _back(g_mu, m) / sq + 2.0 * zm1 * (_back(g_tau, v) / fan_in)

@@ -72,8 +72,6 @@ def relu_moments(mu, tau):
     neg = a < 0.0
     # one erfcx for both signs: r = Phi(-|a|) / phi(a), the Mills ratio at -|a|
     r = mills_ratio_negative(-jnp.abs(a))
-    # computed once: without the barrier XLA copies erfcx into every output's fusion
-    pdf, r = jax.lax.optimization_barrier((pdf, r))
     # a < 0: factor out phi(a) with the Mills ratio r = Phi(a)/phi(a)
     a_neg = jnp.minimum(a, 0.0)
     one_plus_ar = 1.0 + a_neg * r

@@ -24,9 +24,6 @@ def adf_update(m, v, g_m, g_v, fixed_variance: bool = False):
     finite, keeps its old (m, v) (the caller counts the rejections). With ``fixed_variance``
     (EBP) only the mean moves and v stays as it is.
     """
-    # materialise the gradients once: otherwise XLA recomputes them inside each consumer's
-    # fusion (new mean, new variance, the acceptance count)
-    g_m, g_v = jax.lax.optimization_barrier((g_m, g_v))
     m_new = m + v * g_m
     if fixed_variance:
         ok = jnp.isfinite(m_new)
@@ -53,9 +50,13 @@ class PriorSites(NamedTuple):
 
 
 def _refine_one(carry, weight):
-    """EP update of one weight's prior site (HL&A 2015 sec. 3.3, eq. 6 with y = 0)."""
-    a, b, skipped = carry
-    mj, vj, m_hat, v_hat, a_hat, b_hat = weight
+    """EP update of one weight's prior site (HL&A 2015 sec. 3.3, eq. 6 with y = 0).
+
+    ``carry`` = [a, b, skipped] and ``weight`` = [m, v, m_hat, v_hat, a_hat, b_hat] are packed
+    vectors, so each scan step reads and writes one array (a handful of kernels per weight
+    instead of one per quantity)."""
+    a, b, skipped = carry[0], carry[1], carry[2]
+    mj, vj, m_hat, v_hat, a_hat, b_hat = (weight[i] for i in range(6))
     v_c = 1.0 / (1.0 / vj - 1.0 / v_hat)
     m_c = v_c * (mj / vj - m_hat / v_hat)
     a_c = a - a_hat + 1.0
@@ -72,19 +73,12 @@ def _refine_one(carry, weight):
     ok &= jnp.isfinite(m_new) & (v_new > MIN_VARIANCE)
     ok &= jnp.isfinite(v_hat_new) & jnp.isfinite(m_hat_new)
     ok &= jnp.isfinite(a_new) & jnp.isfinite(b_new) & (a_new > 1) & (b_new > 0)
-    out = (
-        jnp.where(ok, m_new, mj),
-        jnp.where(ok, v_new, vj),
-        jnp.where(ok, m_hat_new, m_hat),
-        jnp.where(ok, v_hat_new, v_hat),
-        jnp.where(ok, a_new - a_c + 1.0, a_hat),
-        jnp.where(ok, b_new - b_c, b_hat),
-    )
-    carry = (jnp.where(ok, a_new, a), jnp.where(ok, b_new, b), skipped + jnp.where(ok, 0, 1))
-    return carry, out
+    new = jnp.stack([m_new, v_new, m_hat_new, v_hat_new, a_new - a_c + 1.0, b_new - b_c])
+    carry = jnp.where(ok, jnp.stack([a_new, b_new, skipped]), jnp.stack([a, b, skipped + 1.0]))
+    return carry, jnp.where(ok, new, weight)
 
 
-def refine_prior(m, v, sites: PriorSites, a, b, unroll: int = 8):
+def refine_prior(m, v, sites: PriorSites, a, b, unroll: int = 1):
     """One sequential EP sweep over the prior factors of one replicate (HL&A 2015 sec. 3.3).
 
     ``m``, ``v`` (W,) flat weight moments, ``sites`` (W,) each, ``a``, ``b`` scalars: the Gamma
@@ -95,8 +89,9 @@ def refine_prior(m, v, sites: PriorSites, a, b, unroll: int = 8):
     Weights whose cavity is improper (v_c <= 0 or > 1e6, b_c <= 0, a_c <= 1) are skipped.
     Returns ``(m, v, sites, a, b, skipped)``, skipped the number of skipped or rejected sites.
     """
-    carry = (a, b, jnp.zeros((), dtype=jnp.int64))
-    (a, b, skipped), (m, v, *new_sites) = jax.lax.scan(
-        _refine_one, carry, (m, v, *sites), unroll=unroll
+    carry = jnp.stack([a, b, jnp.zeros_like(a)])
+    carry, packed = jax.lax.scan(
+        _refine_one, carry, jnp.stack([m, v, *sites], axis=-1), unroll=unroll
     )
-    return m, v, PriorSites(*new_sites), a, b, skipped
+    m, v, *new_sites = (packed[:, i] for i in range(6))
+    return m, v, PriorSites(*new_sites), carry[0], carry[1], carry[2].astype(jnp.int64)
