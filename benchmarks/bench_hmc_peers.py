@@ -16,13 +16,22 @@ the grouped Gaussian prior, float64, the same function for every sampler
 All samplers use 4 chains, L = 100 leapfrog steps, the same step size (the smallest of the
 per-chain step sizes adapted by one common bnnsweep burn-in, no jitter) and the same
 starting points (L-BFGS modes at the hyperprior means, then that burn-in's end points).
+"numpyro_kernel" and "numpyro_hmcgibbs_kernel" are the same NumPyro kernels driven by one
+jitted ``lax.scan`` (the functional ``numpyro.infer.hmc.hmc`` interface, and
+``HMCGibbs.init``/``sample``): ``MCMC.run`` compiles its collection loop again at every call
+(3-4 s at fixed hyperparameters, more with HMCGibbs), which the "numpyro" rows include in
+their CPU time and these rows do not.
 "bnnsweep_jitter" is the bnnsweep kernel with its default step jitter of +-10% (Neal 1996
 sec. 3.5.1) around the same step size: not the same algorithm as the peers, shown apart. Runs are interleaved in one process
 (A, B, C, A, B, C, ...); CPU time is ``time.process_time`` of the sampling call, after a
 first call that compiles and is reported separately as "compile" (first call minus the
 median of the timed calls; the persistent compilation cache is switched off). ESS is the
-bulk ESS of arviz-stats (Vehtari et al. 2021), "ESS" the minimum over all weights;
-"ESS(E_D)" that of the data error. Gradients per second count leapfrog gradients (S x 4 x L).
+bulk ESS of arviz-stats (Vehtari et al. 2021) over the 4 chains: "ESS(U)" of the potential
+energy U (fixed hyperparameters) and "ESS(ln b)" of ln beta (Gibbs), the fastest-mixing
+scalars; "ESS(E_D)" of the data error; "ESS(w)" the minimum over all weights (on this
+ill-conditioned posterior the slowest weight directions barely move in a few hundred
+iterations, so ESS(w) sits near its floor for every sampler). Gradients per second count
+leapfrog gradients (S x 4 x L); "accept" is the fraction of transitions that moved.
 
 Run: python benchmarks/bench_hmc_peers.py [--quick]
 """
@@ -41,6 +50,7 @@ import numpyro  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from arviz_stats.base import array_stats  # noqa: E402
 from numpyro.infer import HMC, MCMC, HMCGibbs  # noqa: E402
+from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
 
 from bnnsweep import datasets  # noqa: E402
 from bnnsweep.engines.jax_runtime import jax, jnp  # noqa: E402
@@ -141,8 +151,31 @@ def fixed_samplers(spec, x, t, alpha, beta, w_start, eps, n_samples):
         mcmc.run(jax.random.key(seed), init_params=jnp.asarray(w_start))
         return np.transpose(np.asarray(mcmc.get_samples(group_by_chain=True)), (1, 0, 2))
 
+    # NumPyro's HMC kernel through its functional interface, driven by one jitted scan like
+    # BlackJAX (MCMC.run compiles its collection loop again at every call)
+    init_kernel, sample_kernel = numpyro_hmc(potential_fn=u, algo="HMC")
+
+    def np_init(w, key):
+        return init_kernel(
+            w, num_warmup=0, step_size=eps, num_steps=LEAPFROG, trajectory_length=None,
+            adapt_step_size=False, adapt_mass_matrix=False, rng_key=key,
+        )  # fmt: skip
+
+    @jax.jit
+    def np_kernel_run(key, positions):
+        states = jax.vmap(np_init)(positions, jax.random.split(key, CHAINS))
+
+        def one(states, _):
+            states = jax.vmap(sample_kernel)(states)
+            return states, states.z
+
+        return jax.lax.scan(one, states, None, length=n_samples)[1]
+
+    def numpyro_kernel_run(seed):
+        return np.asarray(np_kernel_run(jax.random.key(seed), jnp.asarray(w_start)))
+
     return {"bnnsweep": ours, "blackjax": blackjax_run, "numpyro": numpyro_run,
-            "bnnsweep_jitter": ours_jitter}  # fmt: skip
+            "numpyro_kernel": numpyro_kernel_run, "bnnsweep_jitter": ours_jitter}  # fmt: skip
 
 
 def gibbs_samplers(spec, x, t, noise, w_start, theta_start, eps, n_samples):
@@ -192,7 +225,35 @@ def gibbs_samplers(spec, x, t, noise, w_start, theta_start, eps, n_samples):
         s = mcmc.get_samples(group_by_chain=True)
         return np.transpose(np.asarray(s["w"]), (1, 0, 2)), np.asarray(s["beta"]).T
 
-    return {"bnnsweep": ours, "numpyro_hmcgibbs": numpyro_run}
+    # the same HMCGibbs kernel driven by one jitted scan (init per chain: HMCGibbs takes one
+    # key at a time), without MCMC.run's compilation at every call
+    kernel = HMCGibbs(inner, gibbs_fn=gibbs_fn, gibbs_sites=["alpha", "beta"])
+
+    def init_states(seed):
+        keys = jax.random.split(jax.random.key(seed), CHAINS)
+        states = [
+            kernel.init(keys[c], 0, jax.tree_util.tree_map(lambda v: v[c], init), (), {})
+            for c in range(CHAINS)
+        ]
+        return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *states)
+
+    @jax.jit
+    def kernel_loop(states):
+        def one(states, _):
+            states = jax.vmap(lambda st: kernel.sample(st, (), {}))(states)
+            return states, (states.z["w"], states.z["beta"])
+
+        return jax.lax.scan(one, states, None, length=n_samples)[1]
+
+    start = init_states(0)  # once, outside the timed calls; each run gets its own keys
+
+    def numpyro_kernel_run(seed):
+        keys = jax.random.split(jax.random.key(seed), CHAINS)
+        w, b = jax.device_get(kernel_loop(start._replace(rng_key=keys)))
+        return w, b
+
+    return {"bnnsweep": ours, "numpyro_hmcgibbs": numpyro_run,
+            "numpyro_hmcgibbs_kernel": numpyro_kernel_run}  # fmt: skip
 
 
 def interleave(samplers, reps, score):
@@ -209,36 +270,31 @@ def interleave(samplers, reps, score):
     return compile_s, runs
 
 
-def report(title, compile_s, runs, n_grads):
+def report(title, fast, compile_s, runs, n_grads):
+    """Medians over the timed runs; ratios per round (runs next to each other in time)."""
     print(f"\n{title}")
-    print(f"{'sampler':>18} {'compile s':>9} {'CPU s':>7} {'grad/s':>9} {'ESS':>7} "
-          f"{'ESS/s':>8} {'ESS(E_D)':>8} {'ESS(E_D)/s':>10} {'accept':>6}")  # fmt: skip
-    summary = {}
+    head = ["compile s", "CPU s", "grad/s", "ESS(w)", f"ESS({fast})", "ESS(E_D)", "accept"]
+    head += [f"ESS({fast})/s", "ESS(E_D)/s", "ESS(w)/s"]
+    print(f"{'sampler':>16} " + " ".join(f"{h:>10}" for h in head))
     for name, rows in runs.items():
-        sec = np.median([r[0] for r in rows])
-        ess = np.median([r[1] for r in rows])
-        ess_s = np.median([r[1] / r[0] for r in rows])
-        ess_ed = np.median([r[2] for r in rows])
-        ess_ed_s = np.median([r[2] / r[0] for r in rows])
-        accept = np.mean([r[3] for r in rows])
-        summary[name] = (n_grads / sec, ess_s, ess_ed_s)
-        print(f"{name:>18} {compile_s[name]:9.2f} {sec:7.2f} {n_grads / sec:9.0f} {ess:7.0f} "
-              f"{ess_s:8.2f} {ess_ed:8.0f} {ess_ed_s:10.2f} {accept:6.2f}")  # fmt: skip
-    # ratios per timed round (runs next to each other in time), then their median
-    for mine in (n for n in summary if n.startswith("bnnsweep")):
-        for name in (n for n in summary if not n.startswith("bnnsweep")):
-            pairs = list(zip(runs[mine], runs[name], strict=True))
-            grad = np.median([b[0] / a[0] for a, b in pairs])
-            ess = np.median([(a[1] / a[0]) / (b[1] / b[0]) for a, b in pairs])
-            ess_ed = np.median([(a[2] / a[0]) / (b[2] / b[0]) for a, b in pairs])
-            print(f"  {mine} / {name}: grad/s x{grad:.2f}, ESS/s x{ess:.2f}, "
-                  f"ESS(E_D)/s x{ess_ed:.2f}")  # fmt: skip
-    return summary
+        r = np.array(rows)  # seconds, ESS(w), ESS(E_D), moved, ESS(fast)
+        sec = np.median(r[:, 0])
+        cells = [compile_s[name], sec, n_grads / sec, np.median(r[:, 1]), np.median(r[:, 4]),
+                 np.median(r[:, 2]), np.mean(r[:, 3]), np.median(r[:, 4] / r[:, 0]),
+                 np.median(r[:, 2] / r[:, 0]), np.median(r[:, 1] / r[:, 0])]  # fmt: skip
+        print(f"{name:>16} " + " ".join(f"{c:10.2f}" if c < 1e4 else f"{c:10.0f}" for c in cells))
+    for mine in (n for n in runs if n.startswith("bnnsweep")):
+        for name in (n for n in runs if not n.startswith("bnnsweep")):
+            a, b = np.array(runs[mine]), np.array(runs[name])
+            grad = np.median(b[:, 0] / a[:, 0])
+            per_s = [np.median((a[:, k] / a[:, 0]) / (b[:, k] / b[:, 0])) for k in (4, 2, 1)]
+            print(f"  {mine} / {name}: grad/s x{grad:.2f}, ESS({fast})/s x{per_s[0]:.2f}, "
+                  f"ESS(E_D)/s x{per_s[1]:.2f}, ESS(w)/s x{per_s[2]:.2f}")  # fmt: skip
 
 
 def main(quick: bool) -> None:
     # HMCGibbs is slow: fewer kept iterations and repetitions for the Gibbs comparison
-    (n_samples, reps), (n_gibbs, reps_gibbs) = ((50, 1), (50, 1)) if quick else ((400, 4), (200, 2))
+    (n_samples, reps), (n_gibbs, reps_gibbs) = ((50, 1), (50, 1)) if quick else ((400, 3), (200, 2))
     for hidden in (8, 24):
         objective, noise, spec, x, t, alpha, beta = problem(hidden)
         W = spec.n_weights
@@ -263,7 +319,7 @@ def main(quick: bool) -> None:
             return jn.gibbs_hyperparameters(key, spec, x, t, w, noise)
 
         warm = hmc.sample(
-            pot, w0, theta0, None, jax.random.key(123), n_burn=300, n_samples=1,
+            pot, w0, theta0, None, jax.random.key(123), n_burn=400, n_samples=1,
             n_leapfrog_burn=LEAPFROG, n_leapfrog=LEAPFROG, step_size=1e-3, gibbs=gib,
         )  # fmt: skip
         w_start = warm.samples[-1]
@@ -273,7 +329,7 @@ def main(quick: bool) -> None:
         a_fix, b_fix = jnp.asarray(theta_start[0].mean(axis=0)), float(theta_start[1].mean())
         fixed = hmc.sample(
             lambda p, th, w: jn.penalised_error(spec, x, t, w, a_fix, b_fix), w_start, None,
-            None, jax.random.key(124), n_burn=200, n_samples=1, n_leapfrog_burn=LEAPFROG,
+            None, jax.random.key(124), n_burn=400, n_samples=1, n_leapfrog_burn=LEAPFROG,
             n_leapfrog=LEAPFROG, step_size=eps,
         )  # fmt: skip
         eps_fixed = float(fixed.step_size.min())
@@ -281,17 +337,34 @@ def main(quick: bool) -> None:
 
         samplers = fixed_samplers(spec, x, t, a_fix, b_fix, fixed.samples[-1], eps_fixed,
                                   n_samples)  # fmt: skip
+
+        def u_trace(samples):
+            return np.asarray(
+                jax.vmap(jax.vmap(lambda w: jn.penalised_error(spec, x, t, w, a_fix, b_fix)))(
+                    samples
+                )
+            )
+
         compile_s, runs = interleave(
-            samplers, reps, lambda s: (min_ess(s), bulk_ess(e_d_trace(s)), moved(s))
+            samplers,
+            reps,
+            lambda s: (min_ess(s), bulk_ess(e_d_trace(s)), moved(s), bulk_ess(u_trace(s))),
         )
-        report(f"fixed hyperparameters, H = {hidden}", compile_s, runs,
+        report(f"fixed hyperparameters, H = {hidden}", "U", compile_s, runs,
                n_samples * CHAINS * LEAPFROG)  # fmt: skip
 
         samplers = gibbs_samplers(spec, x, t, noise, w_start, theta_start, eps, n_gibbs)
         compile_s, runs = interleave(
-            samplers, reps_gibbs, lambda o: (min_ess(o[0]), bulk_ess(e_d_trace(o[0])), moved(o[0]))
+            samplers,
+            reps_gibbs,
+            lambda o: (
+                min_ess(o[0]),
+                bulk_ess(e_d_trace(o[0])),
+                moved(o[0]),
+                bulk_ess(np.log(o[1])),
+            ),
         )
-        report(f"Gibbs updates of alpha and beta, H = {hidden}", compile_s, runs,
+        report(f"Gibbs updates of alpha and beta, H = {hidden}", "ln b", compile_s, runs,
                n_gibbs * CHAINS * LEAPFROG)  # fmt: skip
         sys.stdout.flush()
 
