@@ -6,11 +6,12 @@
    the DAG (target: under 120 s for 100,000 cells).
 2. Trivial cells: ``--cells`` (default 500) ``exact`` cells run locally with ``snakemake
    --cores C``; the fit time of each cell is its ``runtime_s`` (the method alone, as recorded
-   in the cell file). Two measures of what is spent outside fits (process start, imports,
-   data loading, NetCDF writing, Snakemake scheduling, merge and table): by CPU time, the
-   CPU time of Snakemake and all its jobs minus ``sum(runtime_s)``, over that CPU time; by
+   in the cell file) and its CPU time (attribute ``fit_cpu_s``). Two measures of what is
+   spent outside fits (process start, imports, data loading, NetCDF writing, Snakemake
+   scheduling, merge and table): by CPU time, the CPU time of Snakemake and all its jobs
+   minus the fits' CPU time, over that CPU time (meaningful on a loaded machine too); by
    core time, ``C x wall - sum(runtime_s)`` over ``C x wall`` (which also counts a core left
-   idle while the last jobs finish).
+   idle while the last jobs finish; only meaningful on an idle machine).
 3. The default sweep (config/config.yaml) the same way, into a temporary results directory
    (target: under 10% of the time outside fits).
 4. ``--adf``: PBP and EBP on boston_housing, energy and yacht, every split (config
@@ -39,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import xarray as xr
+import numpy as np
 import yaml
 
 from bnnsweep.workflow_run import snakemake_command
@@ -104,14 +105,21 @@ def dag_seconds(n_cells: int, batching: str = "auto") -> float:
         return snakemake(workdir, config, "--dry-run", "--quiet", "all", "--cores", "1")
 
 
-def fit_seconds(results: Path) -> tuple[float, int]:
-    """Sum of runtime_s over every merged file under ``results``, and the number of cells."""
-    total, cells = 0.0, 0
-    for merged in sorted(results.glob("*/merged.nc")):
-        with xr.open_dataset(merged) as ds:
-            total += float(ds.runtime_s.sum())
-            cells += ds.sizes["run"]
-    return total, cells
+def fit_seconds(results: Path) -> tuple[float, float, int]:
+    """Sum of runtime_s (wall) and of the fits' CPU time (attribute fit_cpu_s) over every
+    cell under ``results``, and the number of cells."""
+    import netCDF4
+
+    wall = cpu = 0.0
+    cells = 0
+    for path in sorted(results.glob("*/cells/*/*/*.nc")):
+        if path.name.startswith("."):
+            continue
+        with netCDF4.Dataset(path) as nc:
+            wall += float(nc["runtime_s"][...])
+            cpu += float(getattr(nc, "fit_cpu_s", np.nan))
+        cells += 1
+    return wall, cpu, cells
 
 
 def run_sweep(config: dict | Path, cores: int, batching: str = "auto", keep=None) -> dict:
@@ -128,7 +136,7 @@ def run_sweep(config: dict | Path, cores: int, batching: str = "auto", keep=None
         cpu = children_cpu()
         wall = snakemake(workdir, path, "--cores", str(cores), "--quiet", "progress", "rules")
         cpu = children_cpu() - cpu
-        fits, cells = fit_seconds(workdir / "results")
+        fits, fits_cpu, cells = fit_seconds(workdir / "results")
         jobs = len(list((workdir / "results").glob("logs/*/batches/*.log")))
         if keep is not None:
             shutil.copytree(workdir / "results", keep)
@@ -141,8 +149,9 @@ def run_sweep(config: dict | Path, cores: int, batching: str = "auto", keep=None
         "wall_s": wall,
         "cpu_s": cpu,
         "fit_s_total": fits,
-        "overhead_cpu_s_per_cell": (cpu - fits) / cells,
-        "fraction_cpu_outside_fits": (cpu - fits) / cpu,
+        "fit_cpu_s_total": fits_cpu,
+        "overhead_cpu_s_per_cell": (cpu - fits_cpu) / cells,
+        "fraction_cpu_outside_fits": (cpu - fits_cpu) / cpu,
         "fraction_core_time_outside_fits": outside / (cores * wall),
     }
 
@@ -151,7 +160,7 @@ def report(name: str, r: dict) -> None:
     print(
         f"{name}: {r['cells']} cells in {r['fit_jobs']} fit jobs (batching {r['batching']}) on "
         f"{r['cores']} cores in {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU; fits "
-        f"{r['fit_s_total']:.1f} s in total ({r['fit_s_total'] / r['cells']:.3f} s per cell); "
+        f"{r['fit_s_total']:.1f} s wall, {r['fit_cpu_s_total']:.1f} s CPU in total; "
         f"{r['overhead_cpu_s_per_cell']:.2f} CPU-s per cell outside fits; outside fits: "
         f"{100 * r['fraction_cpu_outside_fits']:.1f}% of the CPU time, "
         f"{100 * r['fraction_core_time_outside_fits']:.1f}% of the cores' wall time"

@@ -55,11 +55,17 @@ def _no_result(split: Split, err: BaseException) -> FitResult:
     return result
 
 
-def _dataset(cell: Cell, result: FitResult, split: Split, settings, log) -> xr.Dataset:
+def _dataset(
+    cell: Cell, result: FitResult, split: Split, settings, log, cpu_s: float
+) -> xr.Dataset:
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    return cell_dataset(
+    ds = cell_dataset(
         result, split, cell, dataclasses.asdict(settings), code_version(cell.method_name)
     )
+    # the fit's CPU time (this process, all threads): what benchmarks set against a run's
+    # total CPU time; an attribute, since it differs between runs of the same cell
+    ds.attrs["fit_cpu_s"] = cpu_s
+    return ds
 
 
 def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
@@ -68,14 +74,14 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
     split = load_split(cell, data_path)
     rng = cell.rng()
     log(f"fitting {cell.path_id} with {method.name}: {settings}")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         with np.errstate(over="ignore", under="ignore"):
             result = method.fit(split, settings, rng, log=log)
     except NUMERICAL_ERRORS as err:
         result = _no_result(split, err)
     result.runtime_s = time.perf_counter() - start
-    return _dataset(cell, result, split, settings, log)
+    return _dataset(cell, result, split, settings, log, time.process_time() - cpu)
 
 
 def fit_many_cells(
@@ -94,17 +100,18 @@ def fit_many_cells(
         cell_log(
             f"fitting {cell.path_id} with {method.name} in a batch of {len(cells)}: {settings}"
         )
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         with np.errstate(over="ignore", under="ignore"):
             results = method.fit_many(splits, settings, [c.rng() for c in cells], log=log)
     except NUMERICAL_ERRORS as err:
         results = [_no_result(split, err) for split in splits]
     elapsed = (time.perf_counter() - start) / len(cells)
+    cpu = (time.process_time() - cpu) / len(cells)
     out = []
     for cell, split, result, cell_log in zip(cells, splits, results, cell_logs, strict=True):
         result.runtime_s = elapsed
-        out.append(_dataset(cell, result, split, settings, cell_log))
+        out.append(_dataset(cell, result, split, settings, cell_log, cpu))
     return out
 
 
