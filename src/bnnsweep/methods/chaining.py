@@ -199,6 +199,7 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         log_evidence_ais_se=chain.log_z_ais_se,
         ais_ess=chain.ais_ess,
         start_seconds=chain.start_seconds,
+        start_cpu_seconds=chain.start_cpu_seconds,
         n_links=len(lambdas) - 1,
         n_weights=objective.network.n_weights,
     )
