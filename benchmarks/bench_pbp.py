@@ -151,10 +151,12 @@ def bench_dataset(name: str, n_splits: int, peer) -> dict:
         f"  ours batched over {R}: {batch_s / R:.3f} s per split ({batch_first / R:.3f} with compile once)"
     )
     gap = max(
-        float(np.max(np.abs(b.pred_mean - a) / np.abs(a)))
-        for b, a in zip(batch, alone_means, strict=True)
+        float(np.max(np.abs(b.pred_mean - a))) for b, a in zip(batch, alone_means, strict=True)
     )
-    print(f"  batched vs one at a time: largest relative difference of predictive means {gap:.1e}")
+    print(
+        f"  batched vs one at a time: largest difference of predictive means {gap:.1e} "
+        "(standardised units)"
+    )
     rmse, ll = np.array(ours_scores).T
     print(f"  ours: test RMSE {mean_se(rmse)}, test loglik {mean_se(ll)}")
     out = {
