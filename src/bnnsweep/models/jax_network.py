@@ -30,6 +30,11 @@ from .objective import PenalisedError
 from .priors import GammaPrior, WeightPrior
 
 SQRT_HALF = float(np.sqrt(0.5))
+# up to this many inputs and outputs the layers are written as sums of outer products and
+# per-output matrix-vector products: 0.56 against 0.81 ms per batched gradient, 18 chains,
+# H = 24, in a compiled loop on the robot arm (the same numbers to 1e-13); with 13 inputs
+# (UCI) the matmuls are faster (1.3 against 6.4 ms)
+FEW = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,8 +109,13 @@ def forward(spec: NetworkSpec, x: jax.Array, w: jax.Array) -> jax.Array:
     start = H * I + H
     w2 = w[start : start + P * H].reshape(P, H)
     b2 = w[start + P * H : start + P * H + P]
-    z = activation(spec.activation, x @ w1.T + b1)
-    return z @ w2.T + b2
+    if I > FEW or P > FEW:
+        return activation(spec.activation, x @ w1.T + b1) @ w2.T + b2
+    # few inputs and outputs: the first layer as a sum of I outer products (vmapped over
+    # chains, XLA fuses it with g and the bias into one pass, where a contraction over so few
+    # inputs runs as many small matmuls), the second as P matrix-vector products
+    z = activation(spec.activation, b1 + sum(x[:, i : i + 1] * w1[:, i] for i in range(I)))
+    return jnp.stack([z @ w2[p] for p in range(P)], axis=1) + b2
 
 
 def data_error(spec: NetworkSpec, x: jax.Array, t: jax.Array, w: jax.Array) -> jax.Array:
