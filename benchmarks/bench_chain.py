@@ -8,13 +8,25 @@ persistent compilation cache is switched off for this process), the part spent p
 chains' starts, and the CPU time per batched leapfrog step against the floor: a bare jitted
 batched gradient of the same network over the same number of chains (no leapfrog, Gibbs or
 Metropolis bookkeeping). Writes benchmarks/results/bench_chain.nc.
-Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4]
+
+``--peer SRC`` also runs the numpy implementation this compiled core replaced, side by side:
+``SRC`` is the ``src`` directory of a checkout of the last numpy commit (e.g.
+``git worktree add ../bnnsweep-numpy dae481e`` then ``--peer ../bnnsweep-numpy/src``). Each
+round runs one complete fit of ours and one of the peer's, in turn, each in a fresh Python
+process (imports, compilation and the starts' placement included, as a cell pays them), with
+one chain per link as the issue's 97 s baseline had; it prints their CPU times and the ratio
+round by round and the median ratio (the shared machine's speed drifts; pairs do not).
+Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4] [--peer SRC --rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +49,56 @@ NEAL = {
     "output_bias": {"mean": 0.2, "s": 1.0},
 }
 N_LINKS = 18
+SRC = Path(__file__).resolve().parents[1] / "src"
+# one complete fit in a fresh process, for either code base (the peer has chains_per_link
+# where ours has replicates; both are 1 here); prints a JSON line
+FIT_ONE = """
+import json, os, sys, time
+os.environ["BNNSWEEP_JAX_CACHE"] = ""
+import numpy as np
+from bnnsweep import allocator, datasets
+from bnnsweep.methods import get_method
+allocator.tune()
+settings = json.loads(sys.argv[1])
+method = get_method("chaining")
+key = "replicates" if "replicates" in method.defaults() else "chains_per_link"
+settings[key] = 1
+s = method.settings(settings)
+split = datasets.load("robot_arm").split("default")
+result = method.fit(split, s, np.random.default_rng(0), log=lambda *_: None)
+print(json.dumps({"log_evidence": result.log_evidence,
+                  "steps": s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog}))
+"""
+
+
+def fit_in_process(src: Path, settings: dict) -> tuple[float, dict]:
+    """CPU seconds (user + system) of one complete fit in a fresh Python process importing
+    ``bnnsweep`` from ``src``, and what it printed."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(
+        [sys.executable, "-c", FIT_ONE, json.dumps(settings)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def against_peer(peer: Path, settings: dict, rounds: int) -> list[tuple[float, float]]:
+    """``rounds`` pairs (ours, peer) of whole-process CPU times, run in turn."""
+    pairs = []
+    for r in range(rounds):
+        ours, mine = fit_in_process(SRC, settings)
+        theirs, peers = fit_in_process(peer, settings)
+        pairs.append((ours, theirs))
+        print(
+            f"  round {r + 1}: ours {ours:7.1f} s (ln p(D) {mine['log_evidence']:.2f})  "
+            f"numpy {theirs:7.1f} s (ln p(D) {peers['log_evidence']:.2f})  "
+            f"ratio numpy/ours {theirs / ours:5.2f}",
+            flush=True,
+        )
+    return pairs
 
 
 def floor_step_cpu(model: MarginalModel, batch: int, repeats: int = 2000) -> float:
@@ -55,7 +117,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 burn-in, 20 kept samples")
     parser.add_argument("--replicates", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--peer", type=Path, help="src directory of the numpy implementation")
+    parser.add_argument("--rounds", type=int, default=3, help="pairs of runs against --peer")
     args = parser.parse_args()
+    if args.peer is not None:
+        settings = {"hidden": 24, "schedule": "paper", "hyperpriors": NEAL,
+                    "noise_hyperprior": {"mean": 400.0, "s": 0.2}, "ais_particles": 0}  # fmt: skip
+        if args.quick:
+            settings.update(burn_in=20, samples=20)
+        print(f"paper protocol chain, robot_arm H=24, 18 links x 1 chain: ours against {args.peer}")
+        pairs = np.array(against_peer(args.peer, settings, args.rounds))
+        print(
+            f"  median CPU: ours {np.median(pairs[:, 0]):.1f} s, numpy {np.median(pairs[:, 1]):.1f} s;"
+            f" median ratio numpy/ours {np.median(pairs[:, 1] / pairs[:, 0]):.2f}"
+        )
     split = datasets.load("robot_arm").split("default")
     method = get_method("chaining")
     rows = []
