@@ -103,6 +103,7 @@ def expand(config: dict) -> list[Cell]:
     """All cells of a validated config; checks dataset, split and method names and settings."""
     from . import datasets
     from .methods import get_method
+    from .methods import names as method_names
 
     known = datasets.names()
     cells: list[Cell] = []
@@ -155,9 +156,7 @@ def expand(config: dict) -> list[Cell]:
             cells.extend(expand_experiment(name, experiment, split_names))
         except SettingsError as err:
             raise ConfigError(f"config key 'experiments.{name}': {err}") from None
-    from .methods import REGISTRY
-
-    labels = {c.method for c in cells} | set(REGISTRY)
+    labels = {c.method for c in cells} | set(method_names())
     for name in config.get("batching", {}).get("methods", {}):
         if name not in labels:
             raise ConfigError(

@@ -9,8 +9,9 @@ multiply-add on one core, with a safety factor of 3 on top, since a job killed a
 limit is worse than one that waits a little longer in the queue. A chaining cell of the
 paper protocol comes out at hours, a small laplace cell at the SLURM minimum of a few minutes.
 
-Methods without a work model here get ``DEFAULT`` (one hour, 2 GB): add one when a method's
-cells are long.
+Each method declares its work model beside its ``fit`` (``Method.work`` in its module under
+``bnnsweep.methods``, returning a ``Work``); one that declares none (``no_work_model``) gets
+``DEFAULT`` (one hour, 2 GB) per cell: give it one when its cells are long.
 
 Cells are fitted in batches, one job each (``plan_batches``): the config's ``batching``
 section chooses per method how (README, config/README.md); a batch asks for the sum of its
@@ -24,6 +25,7 @@ import json
 import math
 from functools import lru_cache
 
+from .methods import Work, get_method
 from .sweep import Cell
 
 CALL_S = 20e-6  # fixed cost of one batched gradient call (Python and numpy overhead)
@@ -33,17 +35,6 @@ SAFETY = 3.0
 MIN_RUNTIME_MIN = 5  # below this a SLURM time limit only adds scheduling noise
 BASE_MEM_MB = 600  # python + numpy + scipy + xarray + netCDF4, measured RSS about 250 MB
 DEFAULT = {"runtime": 60, "mem_mb": 2000}
-
-
-@dataclasses.dataclass(frozen=True)
-class Work:
-    """Upper bounds on what a fit does: gradient calls, each over ``batch`` networks at
-    once, Hessians, and floats held at once (samples, Jacobians, predictions)."""
-
-    gradient_calls: float
-    batch: int = 1
-    hessians: float = 0.0
-    floats_held: float = 0.0
 
 
 @lru_cache(maxsize=64)
@@ -62,41 +53,6 @@ def n_weights(n_inputs: int, hidden: int, n_outputs: int) -> int:
     return hidden * (n_inputs + 1) + n_outputs * (hidden + 1)
 
 
-def _links(schedule: str) -> int:
-    from .engines.evidence.schedules import schedule as lambdas
-
-    return len(lambdas(schedule)) - 1
-
-
-def work(method: str, s, n_train: int, n_test: int, n_out: int, w: int) -> Work | None:
-    """The work model of a registered method with resolved settings ``s`` (None if unknown)."""
-    if method == "map":
-        return Work(s.restarts * s.max_iter)
-    if method == "laplace":
-        hessians = s.restarts * (s.cycles + s.newton_steps)
-        jacobian = n_train * n_out * w + w * w
-        return Work(s.restarts * s.cycles * s.max_iter, hessians=hessians, floats_held=jacobian)
-    if method == "hmc":
-        steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter
-        held = s.chains * s.samples * (w + 8) + s.predictive_samples * n_test * n_out * 2
-        return Work(steps, batch=s.chains, floats_held=held)
-    if method == "chaining":
-        links = _links(s.schedule)
-        chains = (links + 1) * s.replicates
-        steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog
-        ais = s.ais_leapfrog * links if s.ais_particles else 0
-        held = chains * s.samples * (w + 4) + s.predictive_samples * n_test * n_out * 2
-        return Work(steps + ais, batch=max(chains, s.ais_particles), floats_held=held)
-    if method == "exact":
-        return Work(1, floats_held=n_train * w)
-    if method in ("pbp", "ebp"):
-        # one forward and one backward pass of the moments per training point and epoch
-        # (twice the work of a plain network), a test pass per epoch when traced
-        passes = s.epochs * (2 * n_train + (n_test if getattr(s, "trace_test", True) else 0))
-        return Work(passes, floats_held=4 * w + n_test * n_out * 4)
-    return None
-
-
 _WORK: dict[tuple, tuple[int, int, Work | None]] = {}
 
 
@@ -105,13 +61,12 @@ def _work_of(cell: Cell, shape: tuple[int, int, int, int]) -> tuple[int, int, Wo
     method, settings and shape (a sweep over seeds shares one)."""
     key = (cell.method_name, json.dumps(cell.settings, sort_keys=True, default=str), shape)
     if key not in _WORK:
-        from .methods import get_method
-
         n_train, n_in, n_out, n_test = shape
-        settings = get_method(cell.method_name).settings(cell.settings)
+        method = get_method(cell.method_name)
+        settings = method.settings(cell.settings)
         hidden = getattr(settings, "hidden", 0)
         w = n_weights(n_in, hidden, n_out)
-        _WORK[key] = hidden, w, work(cell.method_name, settings, n_train, n_test, n_out, w)
+        _WORK[key] = hidden, w, method.work(settings, n_train, n_test, n_out, w)
     return _WORK[key]
 
 
@@ -225,8 +180,6 @@ def strategy(cell: Cell, batching: dict) -> str:
     chosen = batching["methods"].get(cell.method) or batching["methods"].get(cell.method_name)
     if chosen:
         return chosen
-    from .methods import get_method
-
     if get_method(cell.method_name).fit_many is not None:
         return "dataset"
     return "time" if fit_seconds(cell, data_shape(cell.dataset, cell.split)) is not None else "none"

@@ -124,8 +124,8 @@ def cell_from_spec(spec: dict) -> Cell:
 # --- the version of the code a cell depends on ---------------------------------------------
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
-# Never part of a code version: the package root (version string) and the method registry
-# (editing one method's registration must not rerun the others' cells).
+# Never part of a code version: the package root (version string) and the method registry's
+# machinery (each method's registration lives in its own module, which is part of its version).
 _NOT_CODE = ("__init__.py", "methods/__init__.py")
 
 
@@ -200,13 +200,14 @@ def files_version(files) -> str:
 
 @cache
 def code_version(method_name: str) -> str:
-    """Version of the code that fits cells of a registered method: a hash of its module's
-    source and of every bnnsweep module it imports (engines, models, datasets, metrics...).
-    Editing ``methods/laplace.py`` changes the version of ``laplace`` and of no other method."""
-    from .methods import get_method
+    """Version of the code that fits cells of a registered method: a hash of the source of
+    the module that registers it (its ``fit``, settings and cost model) and of every bnnsweep
+    module that imports (engines, models, datasets, metrics...), found without importing.
+    Editing ``methods/laplace.py`` changes the version of ``laplace`` and of the methods whose
+    module imports it (``vi_mixture``), of no other."""
+    from .methods import module_of
 
-    module = get_method(method_name).fit.__module__.removeprefix("bnnsweep.")
-    return files_version(code_files(module))
+    return files_version(code_files(module_of(method_name).removeprefix("bnnsweep.")))
 
 
 FIGURES_INIT = PACKAGE_ROOT / "figures" / "__init__.py"

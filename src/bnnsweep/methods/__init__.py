@@ -1,31 +1,60 @@
-"""Inference methods: one module each, one registry.
+"""Inference methods: one module each, each registering itself; one registry.
 
-A method is registered with its settings class (defaults + validation), the sweep axes it
-uses, and ``fit(split, settings, rng, log) -> FitResult``.
+A module ``methods/<module>.py`` registers one or more methods at import, with
+``register(Method(...))``: the method's settings class (defaults + validation), the sweep
+axes it uses, ``fit(split, settings, rng, log) -> FitResult`` and its cost model for
+``bnnsweep.jobsize`` (``work``). Adding a method is adding such a module: nothing else
+names it.
+
+Modules are imported only when one of their methods is asked for. ``get_method(name)``
+imports the one module that registers ``name``, found by reading (not importing) the
+package's sources for ``Method("name", ...)`` records (``index``), so that fitting a numpy
+method does not load JAX or the other methods. ``REGISTRY`` (every method) imports every
+module on first use.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from ..method_base import FitResult, SettingsError, build_settings, suggest
-from . import (
-    adf,
-    chaining,
-    exact,
-    hmc,
-    laplace,
-    map_early_stopping,
-    relu_reference,
-    vi_gauss,
-    vi_mixture,
-)
+
+
+@dataclass(frozen=True)
+class Work:
+    """Upper bounds on what a fit does, the cost model's answer: gradient calls, each over
+    ``batch`` networks at once, Hessians, and floats held at once (samples, Jacobians,
+    predictions). ``bnnsweep.jobsize`` prices them in seconds and megabytes."""
+
+    gradient_calls: float
+    batch: int = 1
+    hessians: float = 0.0
+    floats_held: float = 0.0
+
+
+def no_work_model(settings, n_train: int, n_test: int, n_out: int, n_weights: int) -> None:
+    """The cost model of a method whose work has no bound yet: ``bnnsweep.jobsize`` gives
+    each of its cells a job of its own with ``jobsize.DEFAULT`` resources (an hour, 2 GB),
+    and ``bnnsweep plan`` prices them by the cells measured so far."""
+    return None
 
 
 @dataclass(frozen=True)
 class Method:
+    """A registered inference method.
+
+    ``work(settings, n_train, n_test, n_out, n_weights) -> Work | None`` is its cost model:
+    the work a fit with resolved ``settings`` does at most on data of that size, for a
+    network of ``n_weights`` weights (``no_work_model`` when there is no bound).
+    """
+
     name: str
     settings_class: type
     fit: Callable
@@ -35,6 +64,7 @@ class Method:
     fit_many: Callable | None = None
     # tasks(settings) -> dataset tasks the method can fit (default: regression only)
     tasks: Callable | None = None
+    work: Callable[..., Work | None] = dataclasses.field(kw_only=True)
 
     def accepted_tasks(self, settings) -> tuple[str, ...]:
         return tuple(self.tasks(settings)) if self.tasks else ("regression",)
@@ -46,135 +76,81 @@ class Method:
         return dataclasses.asdict(self.settings_class())
 
 
-REGISTRY: dict[str, Method] = {}
+_REGISTERED: dict[str, Method] = {}
+
+# A method record in a module's source: ``Method("name", ...)`` or ``Method(name="name", ...)``.
+_RECORD = re.compile(r"\bMethod\(\s*(?:name\s*=\s*)?[\"'](\w+)[\"']")
+
+
+@cache
+def index() -> dict[str, str]:
+    """Registered method names -> the module of this package that registers each, read from
+    the modules' sources without importing them."""
+    found: dict[str, str] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.ispkg or info.name.startswith("_"):
+            continue
+        source = (Path(info.module_finder.path) / f"{info.name}.py").read_text()
+        for name in _RECORD.findall(source):
+            if found.setdefault(name, info.name) != info.name:
+                raise RuntimeError(
+                    f"method {name!r} is registered by two modules: {found[name]} and {info.name}"
+                )
+    return found
+
+
+def names() -> list[str]:
+    """Every registered method's name, sorted (no module is imported)."""
+    return sorted(index())
 
 
 def register(method: Method) -> None:
-    REGISTRY[method.name] = method
+    """Add ``method`` to the registry; called by its module at import."""
+    if not callable(method.work):
+        raise TypeError(f"method {method.name!r} declares no cost model (Method.work)")
+    _REGISTERED[method.name] = method
+
+
+def module_of(name: str) -> str:
+    """The module that registers method ``name`` (``bnnsweep.methods.<module>``), not
+    imported; a SettingsError naming the valid methods if there is none."""
+    module = index().get(name)
+    if module is None:
+        raise SettingsError(
+            f"unknown method {name!r}{suggest(name, index())}; valid methods: {', '.join(names())}"
+        )
+    return f"{__name__}.{module}"
 
 
 def get_method(name: str) -> Method:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise SettingsError(
-            f"unknown method {name!r}{suggest(name, REGISTRY)}; valid methods: {', '.join(sorted(REGISTRY))}"
-        ) from None
+    """The registered method ``name``, importing only the module that registers it."""
+    if name not in _REGISTERED:
+        module = module_of(name)
+        importlib.import_module(module)
+        if name not in _REGISTERED:
+            raise RuntimeError(f"module {module} names method {name!r} but does not register it")
+    return _REGISTERED[name]
 
 
-register(
-    Method(
-        "laplace",
-        laplace.LaplaceSettings,
-        laplace.fit,
-        ("hidden",),
-        "evidence procedure: MAP + MacKay re-estimation, Laplace log evidence (paper 001 sec. 4)",
-    )
-)
-register(
-    Method(
-        "map",
-        map_early_stopping.MapSettings,
-        map_early_stopping.fit,
-        ("hidden",),
-        "penalised least squares with early stopping on a validation fraction, restarts",
-    )
-)
+def __getattr__(attribute: str):
+    """``REGISTRY``: every method by name, every method module imported."""
+    if attribute == "REGISTRY":
+        for name in names():
+            get_method(name)
+        return _REGISTERED
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
 
-register(
-    Method(
-        "chaining",
-        chaining.ChainingSettings,
-        chaining.fit,
-        ("hidden", "schedule"),
-        "Monte Carlo chaining of evidence ratios along a lambda schedule, with TI and AIS (paper 001)",
-    )
-)
 
-register(
-    Method(
-        "hmc",
-        hmc.HMCSettings,
-        hmc.fit,
-        ("hidden",),
-        "hybrid Monte Carlo over the weights, Gibbs updates of alpha and beta, several chains batched",
-    )
-)
-
-register(
-    Method(
-        "pbp",
-        adf.PBPSettings,
-        adf.fit,
-        ("hidden",),
-        "probabilistic backpropagation: ADF over Gaussian weights of a ReLU net, EP-refined prior (paper 004)",
-        fit_many=adf.fit_many,
-        tasks=adf.accepted_tasks,
-    )
-)
-register(
-    Method(
-        "ebp",
-        adf.EBPSettings,
-        adf.fit,
-        ("hidden",),
-        "expectation backpropagation: ADF over weight means, variances fixed at 1 (paper 004)",
-        fit_many=adf.fit_many,
-        tasks=adf.accepted_tasks,
-    )
-)
-
-register(
-    Method(
-        "vi_gauss",
-        vi_gauss.VIGaussSettings,
-        vi_gauss.fit,
-        ("hidden",),
-        "variational Gaussian q(w) (diag, full or factor-analysis covariance) with Gamma "
-        "hyper-posteriors; lower bound on ln p(D) (papers 000, 002)",
-    )
-)
-register(
-    Method(
-        "vi_mixture",
-        vi_mixture.VIMixtureSettings,
-        vi_mixture.fit,
-        ("hidden", "components"),
-        "variational mixture of diagonal Gaussians with the mutual-information bound and Gamma "
-        "hyper-posteriors; lower bound on ln p(D) (paper 000 sec. 3.3, thesis sec. 5.4.3)",
-    )
-)
-
-register(
-    Method(
-        "relu_map",
-        relu_reference.PointSettings,
-        relu_reference.fit,
-        ("hidden",),
-        "point estimate (MAP by L-BFGS) of the ADF methods' ReLU classifier: paper 004 Fig. 2's backpropagation baseline",
-        tasks=relu_reference.accepted_tasks,
-    )
-)
-register(
-    Method(
-        "relu_hmc",
-        relu_reference.ReferenceHMCSettings,
-        relu_reference.fit_hmc,
-        ("hidden",),
-        "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
-        tasks=relu_reference.accepted_tasks,
-    )
-)
-
-register(
-    Method(
-        "exact",
-        exact.ExactSettings,
-        exact.fit,
-        ("hidden",),
-        "Bayesian linear regression (hidden = 0): closed-form evidence with alpha and beta "
-        "integrated over their Gamma hyperpriors by quadrature, hyperposterior-mixture predictive",
-    )
-)
-
-__all__ = ["REGISTRY", "FitResult", "Method", "SettingsError", "get_method", "register"]
+__all__ = [
+    "REGISTRY",
+    "FitResult",
+    "Method",
+    "SettingsError",
+    "Work",
+    "get_method",
+    "index",
+    "module_of",
+    "names",
+    "no_work_model",
+    "register",
+]

@@ -22,6 +22,8 @@ from ..engines.adf.network import Architecture
 from ..engines.adf.updates import PriorSites
 from ..engines.jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
+from ..metrics import discrete_metrics, regression_metrics, unstandardise
+from . import Method, Work, register
 
 # ---- settings (paper 004 sec. 3-6) ----------------------------------------------------------
 
@@ -250,22 +252,18 @@ class ADF:
 
     def test_scores(self, r: int, rng) -> tuple[float, float]:
         """(test error, test log-likelihood) in original units for the epoch trace, scored by
-        :mod:`bnnsweep.results`: RMSE for gaussian, error rate for probit/softmax, mean
-        absolute deviation for counts."""
-        from ..results import discrete_metrics, regression_metrics, to_original_units
-
+        :mod:`bnnsweep.metrics` as the cell's own metrics are: RMSE for gaussian, error rate
+        for probit/softmax, mean absolute deviation for counts."""
         split = self.splits[r]
         pred = self.predict(r, split.x_test, split.y_test, rng)
         if self.likelihood == "gaussian":
-            mean, var = to_original_units(split, pred["mean"], pred["var"])
+            mean, var = unstandardise(pred["mean"], pred["var"], split.y_mean, split.y_scale)
             y = split.y_test * split.y_scale + split.y_mean
             scores = regression_metrics(y, mean, var)
             return scores["test_rmse"], scores["test_loglik"]
-        scored = FitResult(
-            pred["mean"], pred["var"], likelihood=self.likelihood,
-            class_probs=pred.get("probs"), test_logpred=pred["logpred"],
-        )  # fmt: skip
-        scores = discrete_metrics(scored, split.y_test)
+        scores = discrete_metrics(
+            split.y_test, pred.get("probs"), pred["mean"], pred["logpred"], None
+        )
         return scores.get("test_error_rate", scores.get("test_mad")), scores["test_loglik"]
 
     # ---- the whole run -------------------------------------------------------------------
@@ -344,6 +342,39 @@ def fit(split: Split, settings: ADFSettings, rng: np.random.Generator, log=print
     return fit_many([split], settings, [rng], log)[0]
 
 
+def work(s: ADFSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: one forward and one backward pass of the moments per training point and
+    epoch (twice the work of a plain network), a test pass per epoch when traced."""
+    passes = s.epochs * (2 * n_train + (n_test if s.trace_test else 0))
+    return Work(passes, floats_held=4 * n_weights + n_test * n_out * 4)
+
+
+register(
+    Method(
+        "pbp",
+        PBPSettings,
+        fit,
+        ("hidden",),
+        "probabilistic backpropagation: ADF over Gaussian weights of a ReLU net, EP-refined prior (paper 004)",
+        fit_many=fit_many,
+        tasks=accepted_tasks,
+        work=work,
+    )
+)
+register(
+    Method(
+        "ebp",
+        EBPSettings,
+        fit,
+        ("hidden",),
+        "expectation backpropagation: ADF over weight means, variances fixed at 1 (paper 004)",
+        fit_many=fit_many,
+        tasks=accepted_tasks,
+        work=work,
+    )
+)
+
+
 __all__ = [
     "ADFSettings",
     "EBPSettings",
@@ -352,4 +383,5 @@ __all__ = [
     "fit",
     "fit_many",
     "n_classes_of",
+    "work",
 ]

@@ -29,6 +29,7 @@ from ..method_base import (
 from ..model_settings import ModelSettings
 from ..models.marginal import MarginalModel
 from ..models.priors import check_prior_supported
+from . import Method, Work, register
 
 # smallest Gamma shape whose draws stay representable (shape 3e-4 gives alpha = 0 in ~80%)
 MIN_SHAPE = 0.01
@@ -204,3 +205,26 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         n_weights=objective.network.n_weights,
     )
     return result
+
+
+def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: every leapfrog step of the chains of every link and replicate, batched,
+    and the AIS particles' steps; holds every chain's samples and the predictive draws."""
+    links = len(make_schedule(s.schedule)) - 1
+    chains = (links + 1) * s.replicates
+    steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog
+    ais = s.ais_leapfrog * links if s.ais_particles else 0
+    held = chains * s.samples * (n_weights + 4) + s.predictive_samples * n_test * n_out * 2
+    return Work(steps + ais, batch=max(chains, s.ais_particles), floats_held=held)
+
+
+register(
+    Method(
+        "chaining",
+        ChainingSettings,
+        fit,
+        ("hidden", "schedule"),
+        "Monte Carlo chaining of evidence ratios along a lambda schedule, with TI and AIS (paper 001)",
+        work=work,
+    )
+)

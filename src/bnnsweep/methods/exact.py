@@ -31,6 +31,7 @@ from ..datasets.base import Split
 from ..method_base import FUNCTION_SAMPLES, FitResult
 from ..model_settings import ModelSettings
 from ..models.priors import GammaPrior
+from . import Method, Work, register
 
 COARSE_RANGE = (-100.0, 100.0)  # first grid in ln alpha and ln beta, step 0.5
 COARSE_POINTS = 401
@@ -230,3 +231,21 @@ def fit(split: Split, settings: ExactSettings, rng: np.random.Generator, log=pri
             f"quadrature grid edge only {grid.edge_gap():.1f} nats below the maximum",
         )
     return result
+
+
+def work(s: ExactSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: one pass over the data, holding the design matrix."""
+    return Work(1, floats_held=n_train * n_weights)
+
+
+register(
+    Method(
+        "exact",
+        ExactSettings,
+        fit,
+        ("hidden",),
+        "Bayesian linear regression (hidden = 0): closed-form evidence with alpha and beta "
+        "integrated over their Gamma hyperpriors by quadrature, hyperposterior-mixture predictive",
+        work=work,
+    )
+)

@@ -31,6 +31,7 @@ from ..method_base import (
 from ..model_settings import ModelSettings
 from ..models import jax_network
 from ..models.priors import check_prior_supported
+from . import Method, Work, register
 
 # rank-normalised split R-hat above this marks a fit not_converged (Vehtari et al. 2021
 # sec. 4.3 recommend 1.01 for final inferences; 1.1 is the older, looser threshold kept here
@@ -151,3 +152,23 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
         n_weights=net.n_weights,
     )
     return result
+
+
+def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: every leapfrog step of burn-in and sampling (chains batched) and the
+    initial optimisation; holds every chain's samples and the predictive draws."""
+    steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter
+    held = s.chains * s.samples * (n_weights + 8) + s.predictive_samples * n_test * n_out * 2
+    return Work(steps, batch=s.chains, floats_held=held)
+
+
+register(
+    Method(
+        "hmc",
+        HMCSettings,
+        fit,
+        ("hidden",),
+        "hybrid Monte Carlo over the weights, Gibbs updates of alpha and beta, several chains batched",
+        work=work,
+    )
+)

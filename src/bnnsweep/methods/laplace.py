@@ -31,6 +31,7 @@ from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_posit
 from ..model_settings import ModelSettings
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
+from . import Method, Work, register
 
 
 @dataclass(frozen=True)
@@ -235,3 +236,23 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
         n_weights=net.n_weights,
     )
     return result
+
+
+def work(s: LaplaceSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: every cycle of every restart runs to ``max_iter`` gradient calls, with a
+    Hessian per cycle and Newton step, and holds the Jacobian and a Hessian."""
+    hessians = s.restarts * (s.cycles + s.newton_steps)
+    jacobian = n_train * n_out * n_weights + n_weights * n_weights
+    return Work(s.restarts * s.cycles * s.max_iter, hessians=hessians, floats_held=jacobian)
+
+
+register(
+    Method(
+        "laplace",
+        LaplaceSettings,
+        fit,
+        ("hidden",),
+        "evidence procedure: MAP + MacKay re-estimation, Laplace log evidence (paper 001 sec. 4)",
+        work=work,
+    )
+)

@@ -20,6 +20,7 @@ from ..method_base import FitResult, check_positive
 from ..model_settings import ModelSettings
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
+from . import Method, Work, register
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,20 @@ def fit(split: Split, settings: MapSettings, rng: np.random.Generator, log=print
     )
     result.diagnostics.update(best_restart=best, n_validation=n_val, n_weights=net.n_weights)
     return result
+
+
+def work(s: MapSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: every restart runs to ``max_iter`` gradient calls."""
+    return Work(s.restarts * s.max_iter)
+
+
+register(
+    Method(
+        "map",
+        MapSettings,
+        fit,
+        ("hidden",),
+        "penalised least squares with early stopping on a validation fraction, restarts",
+        work=work,
+    )
+)

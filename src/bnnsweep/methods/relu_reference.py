@@ -24,6 +24,7 @@ from ..engines.adf.network import Architecture, backward, forward
 from ..engines.jax_runtime import jax, jnp, key_from_rng
 from ..engines.mcmc import hmc as hmc_sampler
 from ..method_base import FitResult, check_choice, check_positive
+from . import Method, no_work_model, register
 from .adf import n_classes_of
 
 LIKELIHOODS = ("probit", "softmax")
@@ -223,3 +224,27 @@ def fit_hmc(
     if run.divergent.sum() > 0.1 * flat.shape[0]:
         result.flag("diverged", f"{run.divergent.sum()} of {flat.shape[0]} trajectories diverged")
     return result
+
+
+register(
+    Method(
+        "relu_map",
+        PointSettings,
+        fit,
+        ("hidden",),
+        "point estimate (MAP by L-BFGS) of the ADF methods' ReLU classifier: paper 004 Fig. 2's backpropagation baseline",
+        tasks=accepted_tasks,
+        work=no_work_model,
+    )
+)
+register(
+    Method(
+        "relu_hmc",
+        ReferenceHMCSettings,
+        fit_hmc,
+        ("hidden",),
+        "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
+        tasks=accepted_tasks,
+        work=no_work_model,
+    )
+)

@@ -30,6 +30,7 @@ from ..model_settings import ModelSettings
 from ..models.erf_expectations import SUPPORTED_ACTIVATIONS, expected_data_error, output_moments
 from ..models.objective import PenalisedError
 from ..models.vi_family import COVARIANCES, GaussianFamily
+from . import Method, no_work_model, register
 
 
 @dataclass(frozen=True)
@@ -350,3 +351,16 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
         weight_norm=float(np.linalg.norm(mean)),
     )
     return result
+
+
+register(
+    Method(
+        "vi_gauss",
+        VIGaussSettings,
+        fit,
+        ("hidden",),
+        "variational Gaussian q(w) (diag, full or factor-analysis covariance) with Gamma "
+        "hyper-posteriors; lower bound on ln p(D) (papers 000, 002)",
+        work=no_work_model,
+    )
+)

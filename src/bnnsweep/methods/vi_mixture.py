@@ -37,6 +37,7 @@ from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
 from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from ..models.vi_family import GaussianFamily
+from . import Method, no_work_model, register
 from .laplace import mixture_moments
 from .vi_gauss import (
     GaussianBound,
@@ -297,3 +298,16 @@ def fit(
         n_weights=net.n_weights,
     )
     return result
+
+
+register(
+    Method(
+        "vi_mixture",
+        VIMixtureSettings,
+        fit,
+        ("hidden", "components"),
+        "variational mixture of diagonal Gaussians with the mutual-information bound and Gamma "
+        "hyper-posteriors; lower bound on ln p(D) (paper 000 sec. 3.3, thesis sec. 5.4.3)",
+        work=no_work_model,
+    )
+)

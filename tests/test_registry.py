@@ -1,0 +1,104 @@
+"""The method registry: every method registers itself in its own module with a cost model,
+the index read from the sources agrees with what the modules register, and asking for one
+method imports that method's module only."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bnnsweep import jobsize
+from bnnsweep.methods import REGISTRY, Method, Work, get_method, index, names, register
+from bnnsweep.sweep import Cell
+
+
+def test_the_index_read_from_sources_is_what_the_modules_register():
+    assert sorted(REGISTRY) == names() == sorted(index())
+    for name, method in REGISTRY.items():
+        assert method.name == name
+        assert method.fit.__module__ == f"bnnsweep.methods.{index()[name]}", name
+
+
+def test_one_module_may_register_several_methods():
+    assert index()["pbp"] == index()["ebp"] == "adf"
+    assert index()["relu_map"] == index()["relu_hmc"] == "relu_reference"
+
+
+HYPERPRIORS = {
+    "hyperpriors": {
+        role: {"shape": 1.0, "rate": 1.0}
+        for role in ("input_hidden", "hidden_bias", "hidden_output", "output_bias")
+    },
+    "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
+}
+VALID = {"exact": {"hidden": 0, "activation": "linear"}, "chaining": HYPERPRIORS}
+"""Settings that validate, where a method's defaults alone do not."""
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_method_declares_a_cost_model(name):
+    method = REGISTRY[name]
+    assert callable(method.work), name
+    settings = method.settings(VALID.get(name, {}))
+    work = method.work(settings, 100, 20, 1, 31)
+    assert work is None or (isinstance(work, Work) and work.gradient_calls > 0), name
+
+
+def test_a_method_without_a_cost_model_is_refused():
+    fields = ("nameless", object, print, ("hidden",), "no cost model")
+    with pytest.raises(TypeError, match="work"):
+        Method(*fields)  # the cost model is a required field
+    with pytest.raises(TypeError, match="'nameless' declares no cost model"):
+        register(Method(*fields, work=None))
+    assert "nameless" not in REGISTRY
+
+
+def test_jobsize_prices_a_cell_by_its_methods_cost_model():
+    settings = {"hidden": 3, "restarts": 2, "max_iter": 50}
+    cell = Cell("t", "toy_sine", "default", "map", "map", 0, (("hidden", 3),), settings)
+    shape = jobsize.data_shape("toy_sine", "default")
+    n_train, n_in, n_out, n_test = shape
+    w = jobsize.n_weights(n_in, 3, n_out)
+    method = get_method("map")
+    assert method.work(method.settings(settings), n_train, n_test, n_out, w) == Work(2 * 50)
+    per_call = jobsize.CALL_S + jobsize.MULTIPLY_ADD_S * n_train * w
+    assert jobsize.fit_seconds(cell, shape) == pytest.approx(100 * per_call)
+
+
+def _imported_after(code: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys\n"
+         "print(json.dumps({'methods': sorted(m for m in sys.modules"
+         " if m.startswith('bnnsweep.methods.')), 'jax': 'jax' in sys.modules,"
+         " 'matplotlib': 'matplotlib' in sys.modules}))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_get_method_imports_only_that_methods_module():
+    seen = _imported_after("from bnnsweep.methods import get_method; get_method('map')")
+    assert seen == {
+        "methods": ["bnnsweep.methods.map_early_stopping"],
+        "jax": False,
+        "matplotlib": False,
+    }
+    seen = _imported_after("from bnnsweep.methods import get_method; get_method('pbp')")
+    assert seen["methods"] == ["bnnsweep.methods.adf"] and seen["jax"]
+
+
+def test_fitting_a_numpy_method_loads_neither_jax_nor_figures(tmp_path):
+    out = tmp_path / "cell.nc"
+    seen = _imported_after(
+        "from bnnsweep.cli import main\n"
+        "main(['fit', '--dataset', 'toy_sine', '--method', 'map', '--hidden', '2', '--set',"
+        f" 'restarts=1', '--set', 'max_iter=5', '--output', {str(out)!r}, '--log', "
+        f"{str(tmp_path / 'log')!r}])"
+    )
+    assert out.is_file()
+    assert seen == {
+        "methods": ["bnnsweep.methods.map_early_stopping"],
+        "jax": False,
+        "matplotlib": False,
+    }
