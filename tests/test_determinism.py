@@ -1,7 +1,9 @@
 """Same config and seeds, byte-identical data variables in every cell file and in the merged
-file: across runs, and across ``--cores 1`` and ``--cores 2``. (Local against SLURM is in
+file: across runs, and across ``--cores 1`` and ``--cores 2``; for the compiled (JAX) core also
+between a cold and a warm persistent compilation cache. (Local against SLURM is in
 tests/test_slurm.py.) Provenance variables (runtime, creation time, revision) are exempt."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,21 +19,31 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 
 
-def sweep(workdir: Path, cores: int) -> Path:
+SMOKE = ROOT / "config" / "smoke.yaml"
+# a few seconds-long cells of every method on the compiled core (hmc, chaining with AIS,
+# pbp and ebp batched by dataset)
+COMPILED = ROOT / "tests" / "configs" / "compiled.yaml"
+
+
+def sweep(workdir: Path, cores: int, config: Path = SMOKE, jax_cache: Path | None = None) -> Path:
     workdir.mkdir(parents=True)
-    shutil.copy(ROOT / "config" / "smoke.yaml", workdir / "smoke.yaml")
+    shutil.copy(config, workdir / config.name)
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
     cmd += ["--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir)]
-    cmd += ["--configfile", str(workdir / "smoke.yaml")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    cmd += ["--configfile", str(workdir / config.name)]
+    env = dict(os.environ)
+    if jax_cache is not None:
+        env["BNNSWEEP_JAX_CACHE"] = str(jax_cache)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return workdir
 
 
-def results(workdir: Path) -> list[Path]:
+def results(workdir: Path, experiments=("smoke",)) -> list[Path]:
     return sorted(
         p.relative_to(workdir)
-        for p in (workdir / "results" / "smoke").rglob("*.nc")
+        for experiment in experiments
+        for p in (workdir / "results" / experiment).rglob("*.nc")
         if not p.name.startswith(".")
     )
 
@@ -64,3 +76,25 @@ def test_comparison_detects_a_one_ulp_change(runs, tmp_path):
     changed["test_rmse"] = (changed.test_rmse.dims, values)
     changed.to_netcdf(tmp_path / "changed.nc")
     assert differing_variables(runs["cores1"] / rel, tmp_path / "changed.nc") == ["test_rmse"]
+
+
+@pytest.fixture(scope="module")
+def compiled_runs(tmp_path_factory):
+    """The compiled cells twice: 2 cores compiling into an empty cache, then 1 core loading
+    every program from that cache."""
+    base = tmp_path_factory.mktemp("determinism_compiled")
+    cache = base / "jax_cache"
+    return {
+        "cold_cores2": sweep(base / "cold_cores2", 2, COMPILED, cache),
+        "warm_cores1": sweep(base / "warm_cores1", 1, COMPILED, cache),
+    }
+
+
+def test_compiled_core_is_bitwise_reproducible_across_cores_and_cache(compiled_runs):
+    experiments = ("compiled", "compiled_adf")
+    files = results(compiled_runs["cold_cores2"], experiments)
+    assert len(files) == 10 and files == results(compiled_runs["warm_cores1"], experiments)
+    assert any((compiled_runs["cold_cores2"].parent / "jax_cache").iterdir())
+    for rel in files:
+        a, b = compiled_runs["cold_cores2"] / rel, compiled_runs["warm_cores1"] / rel
+        assert differing_variables(a, b) == [], rel

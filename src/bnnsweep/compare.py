@@ -15,6 +15,9 @@ import xarray as xr
 # provenance, not results: the fit's duration, and (in merged files) each cell file's
 # creation time and the code revision that wrote it
 PROVENANCE = ("runtime_s", "created", "git_revision")
+# durations a method records among its diagnostics (e.g. chaining's diag_start_seconds,
+# diag_start_cpu_seconds) are provenance too
+DURATION_SUFFIX = "_seconds"
 
 
 def _same(a: xr.DataArray, b: xr.DataArray) -> bool:
@@ -28,9 +31,14 @@ def _same(a: xr.DataArray, b: xr.DataArray) -> bool:
 
 def differing_variables(a: str | Path, b: str | Path, ignore=PROVENANCE) -> list[str]:
     """Names of data variables and coordinates that are missing from one file or differ
-    bitwise between the two (ignoring ``ignore``); empty when the files agree."""
+    bitwise between the two (ignoring ``ignore`` and durations, names ending in
+    ``_seconds``); empty when the files agree."""
     with xr.open_dataset(a, engine="netcdf4") as da, xr.open_dataset(b, engine="netcdf4") as db:
-        names = (set(da.variables) | set(db.variables)) - set(ignore)
+        names = {
+            name
+            for name in set(da.variables) | set(db.variables)
+            if name not in ignore and not str(name).endswith(DURATION_SUFFIX)
+        }
         return sorted(
             name
             for name in names
