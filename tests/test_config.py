@@ -124,3 +124,46 @@ def test_fuzzed_documents_validate_or_fail_cleanly(document):
 def test_yaml_round_trip_of_default_config_is_stable():
     raw = yaml.safe_load(open("config/config.yaml"))
     assert validate(raw) == validate(validate(raw))
+
+
+def test_schema_spells_the_sweep_axes_as_declared():
+    """``method_entry`` of the schema has exactly the axes of ``bnnsweep.axes`` (and
+    ``method``), each as a scalar or a non-empty list of distinct values of its type, least
+    value and pattern; every registered method sweeps only declared axes."""
+    from bnnsweep.axes import AXES
+    from bnnsweep.config import schema
+    from bnnsweep.methods import REGISTRY
+
+    entry = schema()["$defs"]["method_entry"]["properties"]
+    assert set(entry) == {"method", *AXES}
+    json_type = {int: "integer", str: "string"}
+    for name, axis in AXES.items():
+        scalar, listed = entry[name]["oneOf"]
+        want = {"type": json_type[axis.type]}
+        want.update({"minimum": axis.minimum} if axis.minimum is not None else {})
+        want.update({"pattern": axis.pattern} if axis.pattern is not None else {})
+        assert scalar == want, name
+        assert listed == {"type": "array", "minItems": 1, "uniqueItems": True, "items": want}, name
+    for method in REGISTRY.values():
+        assert set(method.axes) <= set(AXES), method.name
+
+
+@pytest.mark.parametrize(
+    ("axis", "value", "words"),
+    [
+        ("hidden", -1, "a non-negative integer or a non-empty list"),
+        ("components", [0], "a positive integer or a non-empty list"),
+        (
+            "schedule",
+            "Paper",
+            "a schedule name (lower-case letters, digits and _) or a non-empty",
+        ),
+    ],
+)
+def test_a_bad_axis_value_is_named_with_what_the_axis_takes(axis, value, words):
+    bad = copy.deepcopy(BASE)
+    bad["experiments"]["exp"]["methods"]["chaining"] = {axis: value}
+    with pytest.raises(ConfigError) as err:
+        validate(bad)
+    assert f"experiments.exp.methods.chaining.{axis}" in str(err.value)
+    assert words in str(err.value)

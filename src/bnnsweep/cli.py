@@ -167,15 +167,16 @@ def cmd_plan(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .axes import AXES
+
     parser = argparse.ArgumentParser(prog="bnnsweep", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser("fit", help="fit one cell and write its NetCDF file")
     fit.add_argument("--dataset", required=True)
     fit.add_argument("--method", required=True)
-    fit.add_argument("--hidden", type=int)
-    fit.add_argument("--components", type=int)
-    fit.add_argument("--schedule")
+    for axis in AXES.values():
+        fit.add_argument(f"--{axis.name}", type=axis.type, help=f"sweep axis: {axis.valid}")
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--split", default="default")
     fit.add_argument("--set", action="append", metavar="KEY=VALUE", help="a method setting")

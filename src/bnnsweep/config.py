@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from .axes import AXES
 from .method_base import SettingsError, suggest
 from .sweep import Cell, expand_experiment
 
@@ -50,13 +51,6 @@ def _path(error) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "<top level>"
 
 
-_AXIS_VALUES = {
-    "hidden": "a non-negative integer or a non-empty list of distinct ones",
-    "components": "a positive integer or a non-empty list of distinct ones",
-    "schedule": "a schedule name of lower-case letters, digits and _, or a non-empty list of distinct ones",
-}
-
-
 def _describe(error, sch: dict) -> str:
     where = _path(error)
     if error.validator == "additionalProperties":
@@ -68,8 +62,12 @@ def _describe(error, sch: dict) -> str:
     if error.validator == "required":
         return f"config {where}: {error.message}"
     if error.validator == "oneOf":
-        axis = str(error.absolute_path[-1]) if error.absolute_path else ""
-        what = _AXIS_VALUES.get(axis, "a value or a non-empty list of distinct values")
+        axis = AXES.get(str(error.absolute_path[-1])) if error.absolute_path else None
+        what = (
+            f"{axis.valid} or a non-empty list of distinct ones"
+            if axis
+            else "a value or a non-empty list of distinct values"
+        )
         return f"config key {where!r}: {error.instance!r} is not a valid value ({what})"
     if error.validator == "pattern":
         letters = "letters" if "A-Z" in error.validator_value else "lower-case letters"
@@ -131,11 +129,7 @@ def expand(config: dict) -> list[Cell]:
                         f"{' or '.join(tasks)} data, but dataset {ds!r} is a {task} task"
                         + (" (choose a matching 'likelihood')" if method.tasks else "")
                     )
-            unused = [
-                a
-                for a in ("hidden", "components", "schedule")
-                if a in entry and a not in method.axes
-            ]
+            unused = [a for a in AXES if a in entry and a not in method.axes]
             if unused:
                 raise ConfigError(
                     f"config key {where!r}: method {method.name!r} has no axis {unused[0]!r}"

@@ -25,6 +25,7 @@ import json
 import math
 from functools import lru_cache
 
+from .axes import AXES
 from .methods import Work, get_method
 from .sweep import Cell
 
@@ -270,7 +271,7 @@ def calibration(results_dir) -> dict[str, dict]:
                 experiment = str(nc["experiment"][...])
         except (OSError, KeyError, ValueError, AttributeError, IndexError):
             continue
-        axes = [[a, cell_key[a]] for a in ("hidden", "components", "schedule") if a in cell_key]
+        axes = [[a, cell_key[a]] for a in AXES if a in cell_key]
         spec = {**cell_key, "experiment": experiment, "method_name": method_name}
         spec.update(axes=axes, settings=settings)
         try:

@@ -22,11 +22,12 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
+from .axes import AXES
 from .datasets.base import Split
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
 from .metrics import gaussian_loglik, regression_metrics, unstandardise
-from .sweep import AXES, Cell
+from .sweep import Cell
 
 UNITS = {
     "log_evidence": ("log marginal likelihood ln p(D | model)", "nats"),
@@ -228,7 +229,7 @@ def merge_cells(paths) -> xr.Dataset:
     """Concatenate cell files along ``run``; sweep coordinates become coordinates of ``run``.
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
-    Axes a method does not use hold their 'not applicable' value (see ``sweep.AXES``).
+    Axes a method does not use hold their 'not applicable' value (``axes.AXES``).
     The test inputs and targets (``x_test``, ``y_test``) are stored once per dataset and
     split, along ``test_set`` (coordinates ``test_set_dataset``, ``test_set_split``); the
     run coordinate ``test_set_index`` points each run at its own (``run_test_data``).

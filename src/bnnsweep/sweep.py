@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-# Sweep axes a method may use, with the value recorded when a method does not use it.
-AXES = {"hidden": -1, "components": -1, "schedule": "none"}
-AXIS_PREFIX = {"hidden": "h", "components": "m", "schedule": "sched"}
+from .axes import AXES, NOT_APPLICABLE
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class Cell:
     settings: dict = field(compare=False, hash=False)
 
     def axis_values(self) -> dict:
-        values = dict(AXES)
+        values = dict(NOT_APPLICABLE)
         values.update(dict(self.axes))
         return values
 
@@ -48,7 +46,7 @@ class Cell:
     @property
     def cell_id(self) -> str:
         """File stem: axis values, split and seed, e.g. ``h8_split-default_seed-0``."""
-        parts = [f"{AXIS_PREFIX[a]}{v}" for a, v in self.axes]
+        parts = [f"{AXES[a].prefix}{v}" for a, v in self.axes]
         return "_".join([*parts, f"split-{self.split}", f"seed-{self.seed}"])
 
     @property

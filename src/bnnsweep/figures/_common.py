@@ -18,7 +18,9 @@ import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", "hidden", "components")
+from ..axes import NOT_APPLICABLE
+
+RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", *NOT_APPLICABLE)
 MEMBER_DIMS = ("mode", "component")
 """Dimensions of the parts of a method's answer (Laplace modes, mixture components)."""
 
@@ -149,9 +151,9 @@ def runs_frame(ds: xr.Dataset) -> pd.DataFrame:
     for col in ("dataset", "split", "method", "status", "log_evidence_kind"):
         if col not in frame:
             frame[col] = "ok" if col == "status" else ""
-    for col in ("seed", "hidden", "components"):
+    for col, na in {"seed": -1, **NOT_APPLICABLE}.items():
         if col not in frame:
-            frame[col] = -1
+            frame[col] = na
     for col in ("log_evidence", "log_evidence_se", "test_rmse", "test_mse", "test_nmse"):
         if col not in frame:
             frame[col] = np.nan

@@ -16,18 +16,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..axes import NOT_APPLICABLE
 from ._common import mean_se, runs_frame
 from .published import format_references
 
 METRICS = ("test_rmse", "test_nmse", "test_loglik", "log_evidence")
-AXIS_NA = {"hidden": -1, "components": -1, "schedule": "none"}
-"""Sweep axes and their 'not applicable' value (as in ``bnnsweep.sweep.AXES``)."""
 
 
 def _used_axes(runs: pd.DataFrame) -> list[str]:
     return [
         axis
-        for axis, na in AXIS_NA.items()
+        for axis, na in NOT_APPLICABLE.items()
         if axis in runs and (runs[axis].astype(str) != str(na)).any()
     ]
 
@@ -68,7 +67,7 @@ def _fmt(mean: float, se: float) -> str:
 
 def to_markdown(table: pd.DataFrame) -> str:
     """Markdown with 'mean ± s.e.' cells (s.e. omitted for a single run, '–' for none)."""
-    keys = [c for c in table.columns if c in ("dataset", "method", *AXIS_NA)]
+    keys = [c for c in table.columns if c in ("dataset", "method", *NOT_APPLICABLE)]
     header = [*keys, "n runs", "n not ok", *METRICS, "published"]
     lines = [
         "# Test errors",
