@@ -245,13 +245,26 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
 # --- calibration against measured runtimes -------------------------------------------------
 
 
+def measured_seconds(nc) -> tuple[float, str]:
+    """A cell file's measured fit time and its clock: the fit's CPU time (attribute
+    ``fit_cpu_s``, what a core is busy for, whatever else runs on the machine) where the
+    cell records it, else its wall time (``runtime_s``, of cells written before)."""
+    if "fit_cpu_s" in nc.ncattrs():
+        cpu = float(nc.getncattr("fit_cpu_s"))
+        if math.isfinite(cpu) and cpu > 0:
+            return cpu, "cpu"
+    return float(nc["runtime_s"][...]), "wall"
+
+
 def calibration(results_dir) -> dict[str, dict]:
     """Per method, measured fit time over the work model's bound, from the cell files under
-    ``results_dir`` that record ``runtime_s``: ``{method: {"cells": n, "ratio": median}}``.
+    ``results_dir``: ``{method: {"cells": n, "ratio": median, "clocks": {"cpu": n, ...}}}``.
 
-    The bound is the work model's upper limit (every restart to ``max_iter``), so ratios are
-    usually well below one; ``plan`` multiplies the bound by them to predict core time. For
-    methods without a work model, ``seconds`` is the median measured time of a cell.
+    The measured time is the fit's CPU time where a cell records it, else its wall time
+    (``measured_seconds``; ``clocks`` counts the cells of each). The bound is the work
+    model's upper limit (every restart to ``max_iter``), so ratios are usually well below
+    one; ``plan`` multiplies the bound by them to predict core time. For methods without a
+    work model, ``seconds`` is the median measured time of a cell.
     """
     from pathlib import Path
 
@@ -261,10 +274,11 @@ def calibration(results_dir) -> dict[str, dict]:
 
     ratios: dict[str, list[float]] = {}
     times: dict[str, list[float]] = {}
+    clocks: dict[str, dict[str, int]] = {}
     for path in sorted(Path(results_dir).glob("*/cells/*/*/*.nc")):
         try:
             with netCDF4.Dataset(path) as nc:
-                runtime = float(nc["runtime_s"][...])
+                runtime, clock = measured_seconds(nc)
                 cell_key = json.loads(nc.getncattr("cell_json"))
                 settings = json.loads(nc.getncattr("settings_json"))
                 method_name = nc.getncattr("method_name")
@@ -283,14 +297,31 @@ def calibration(results_dir) -> dict[str, dict]:
             ratios.setdefault(method_name, []).append(runtime / bound)
         elif bound is None:
             times.setdefault(method_name, []).append(runtime)
+        else:
+            continue
+        counts = clocks.setdefault(method_name, {})
+        counts[clock] = counts.get(clock, 0) + 1
     out = {}
-    for method, values in ratios.items():
-        values.sort()
-        out[method] = {"cells": len(values), "ratio": values[len(values) // 2]}
-    for method, values in times.items():
-        values.sort()
-        out[method] = {"cells": len(values), "seconds": values[len(values) // 2]}
+    for key, measured in (("ratio", ratios), ("seconds", times)):
+        for method, values in measured.items():
+            values.sort()
+            out[method] = {
+                "cells": len(values),
+                key: values[len(values) // 2],
+                "clocks": clocks[method],
+            }
     return out
+
+
+def _cells_and_clocks(calibrated: dict) -> str:
+    """'12 cells (CPU time)', or '12 cells (8 CPU, 4 wall time)' where some cells record only
+    their wall time."""
+    clocks = calibrated["clocks"]
+    if len(clocks) == 1:
+        clock = "CPU time" if "cpu" in clocks else "wall time"
+    else:
+        clock = f"{clocks['cpu']} CPU, {clocks['wall']} wall time"
+    return f"{calibrated['cells']} cells ({clock})"
 
 
 STARTUP_MEASURED_S = 2.0  # a fit job's start-up on one core: interpreter, imports, data
@@ -357,9 +388,9 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
         if not c:
             note = "none (bound)"
         elif "ratio" in c:
-            note = f"{c['cells']} cells, bound x {c['ratio']:.3g}"
+            note = f"{_cells_and_clocks(c)}, bound x {c['ratio']:.3g}"
         else:
-            note = f"{c['cells']} cells, {c['seconds']:.3g} s per cell"
+            note = f"{_cells_and_clocks(c)}, {c['seconds']:.3g} s per cell"
         unknown = f" + {row['unknown']} cell(s) without a work model" if row["unknown"] else ""
         lines.append(
             f"| {experiment} / {label} | {row['method']} | {row['cells']} | {row['jobs']} | "

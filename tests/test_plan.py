@@ -1,0 +1,64 @@
+"""`bnnsweep plan` calibrates the work models on measured cells: on the fit's CPU time where a
+cell records it (``fit_cpu_s``), else on its wall time (``runtime_s``)."""
+
+import netCDF4
+import pytest
+
+from bnnsweep import jobsize
+from bnnsweep.config import expand, validate
+from bnnsweep.runner import fit_cell_to_file
+
+CONFIG = {
+    "experiments": {
+        "t": {
+            "datasets": ["toy_sine"],
+            "seeds": [0, 1],
+            "methods": {"map": {"hidden": 2, "restarts": 1, "max_iter": 20}},
+        }
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """A results directory with the config's two cells fitted, and the cells."""
+    results = tmp_path_factory.mktemp("results")
+    cells = expand(validate(CONFIG))
+    for cell in cells:
+        fit_cell_to_file(cell, results / f"{cell.path_id}.nc", log=lambda *_: None)
+    return results, cells
+
+
+def _record(results, cell, runtime_s, fit_cpu_s=None):
+    """Overwrite a cell file's measured times."""
+    with netCDF4.Dataset(results / f"{cell.path_id}.nc", "a") as nc:
+        nc["runtime_s"][...] = runtime_s
+        if fit_cpu_s is None:
+            nc.delncattr("fit_cpu_s")
+        else:
+            nc.setncattr("fit_cpu_s", fit_cpu_s)
+
+
+def test_calibration_uses_the_fits_cpu_time_where_recorded(measured):
+    results, cells = measured
+    bound = jobsize.fit_seconds(cells[0], jobsize.data_shape("toy_sine", "default"))
+    for cell in cells:
+        _record(results, cell, runtime_s=100 * bound, fit_cpu_s=3 * bound)
+    calib = jobsize.calibration(results)["map"]
+    assert calib["ratio"] == pytest.approx(3.0)
+    assert calib["cells"] == 2 and calib["clocks"] == {"cpu": 2}
+    table = jobsize.plan_table(validate(CONFIG), cells, results)
+    assert "2 cells (CPU time), bound x 3" in table
+    estimate = 2 * 3 * bound + jobsize.STARTUP_MEASURED_S
+    assert f"({estimate:.0f} core-s;" in table
+
+
+def test_cells_without_cpu_time_calibrate_on_wall_time(measured):
+    results, cells = measured
+    bound = jobsize.fit_seconds(cells[0], jobsize.data_shape("toy_sine", "default"))
+    _record(results, cells[0], runtime_s=5 * bound)
+    _record(results, cells[1], runtime_s=100 * bound, fit_cpu_s=7 * bound)
+    calib = jobsize.calibration(results)["map"]
+    assert calib["clocks"] == {"wall": 1, "cpu": 1}
+    assert calib["ratio"] == pytest.approx(7.0)  # the upper median of 5 and 7
+    assert "2 cells (1 CPU, 1 wall time)" in jobsize.plan_table(validate(CONFIG), cells, results)
