@@ -38,6 +38,7 @@ class ChainProtocol:
     ais_particles: int
     ais_leapfrog: int
     ais_substeps: int = 1
+    ais_reverse: bool = False  # also AIS from posterior draws back to the reference (BDMC)
     target_accept: float = 0.8
     persistence: float = 0.0
     phi_chunk: int = 256
@@ -68,6 +69,9 @@ class ChainResult:
     log_z_ais: float
     log_z_ais_se: float  # jackknife over groups of particles
     ais_ess: float
+    log_z_ais_reverse: float  # reverse AIS: a stochastic upper bound (Grosse et al. 2015)
+    log_z_ais_reverse_se: float  # jackknife over the replicate chains the particles start from
+    ais_reverse_ess: float
     posterior_samples: np.ndarray  # (C * S, W) at lambda = 1
     n_grad_evals: int
     start_seconds: float  # wall time spent placing the chains' starting points
@@ -151,8 +155,17 @@ def run_chain(
     log_z_ti, ti_se, ti_se_within = thermodynamic(lambdas, phi_all)
     step = result.step_size.reshape(K, C)
     ais, ais_se, ais_ess, n_grad_ais = float("nan"), float("nan"), float("nan"), 0
+    reverse = (float("nan"),) * 3
     if proto.ais_particles > 0:
-        ais, ais_se, ais_ess, n_grad_ais = _ais(target, lambdas, step.mean(axis=1), proto, rng)
+        program = _ais_program(target, proto.ais_leapfrog)
+        ais, ais_se, ais_ess, n_grad_ais = _ais(
+            target, program, lambdas, step.mean(axis=1), proto, rng
+        )
+        if proto.ais_reverse:
+            *reverse, n_grad_rev = _ais_reverse(
+                program, lambdas, step.mean(axis=1), proto, result, rng
+            )
+            n_grad_ais += n_grad_rev
     accept = result.accept_prob.T.reshape(K, C, S).mean(axis=(1, 2))
     return ChainResult(
         lambdas=lambdas,
@@ -174,6 +187,9 @@ def run_chain(
         log_z_ais=ais,
         log_z_ais_se=ais_se,
         ais_ess=ais_ess,
+        log_z_ais_reverse=reverse[0],
+        log_z_ais_reverse_se=reverse[1],
+        ais_reverse_ess=reverse[2],
         posterior_samples=result.samples[:, -C:, :].reshape(-1, result.samples.shape[-1]),
         n_grad_evals=result.n_grad_evals + n_grad_ais + n_start,
         start_seconds=start_seconds,
@@ -223,7 +239,50 @@ def _ais_program(target, n_steps: int):
     return jax.jit(jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)))
 
 
-def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
+def _ais_constants() -> dict:
+    return {
+        "persistence": jnp.float64(0.0),
+        "jitter": jnp.float64(0.1),
+        "divergence_threshold": jnp.float64(1000.0),
+    }
+
+
+def _ais_reverse(program, lambdas, steps, proto: ChainProtocol, chains: hmc.HMCResult, rng):
+    """Reverse AIS, the upper half of bidirectional Monte Carlo (Grosse, Ghahramani & Adams
+    2015, sec. 4): particles start at posterior draws (the kept samples of the lambda = 1
+    link's chains, with their auxiliary theta) and move through the same temperatures from
+    1 down to 0, accumulating ln w_rev = sum_k (lambda_k - lambda_{k-1}) phi(w_k). Then
+    E[w_rev] = 1 / Z(1), so -ln mean w_rev estimates ln Z(1) and is, by Jensen's inequality,
+    an upper bound in expectation, as forward AIS's is a lower bound; the gap between the two
+    bounds the error of both. The bound is exact only for exact posterior draws: chains that
+    have not mixed across the posterior's modes make it approximate.
+
+    ``ais_particles`` particles, split evenly over the ``replicates`` chains at lambda = 1
+    (evenly spaced kept samples of each); the s.e. is the jackknife over those chains.
+    Returns (ln Z estimate, s.e., ESS of the reverse weights, gradient evaluations)."""
+    C = proto.replicates
+    per_chain = max(1, proto.ais_particles // C)
+    S = chains.samples.shape[0]
+    rows = np.linspace(0, S - 1, per_chain).round().astype(int)
+    top = chains.samples.shape[1] - C  # the lambda = 1 link's chains are the last C columns
+    w = chains.samples[rows][:, top:].transpose(1, 0, 2).reshape(C * per_chain, -1)
+    theta = jax.tree_util.tree_map(
+        lambda t: np.swapaxes(np.asarray(t)[rows][:, top:], 0, 1).reshape(C * per_chain, -1),
+        chains.thetas,
+    )
+    fine, link = refine_schedule(lambdas, proto.ais_substeps)
+    step_at = np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
+    keys = jax.random.split(key_from_rng(rng), len(w))
+    log_w_rev, _ = program(
+        keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
+        jnp.asarray(fine[::-1].copy()), jnp.asarray(step_at[::-1].copy()), _ais_constants(),
+    )  # fmt: skip
+    inverse, se, ess = ais_estimate(np.asarray(log_w_rev), C)
+    n_grad = len(w) * (len(fine) - 2) * (proto.ais_leapfrog + 1)
+    return -inverse, se, ess, n_grad
+
+
+def _ais(target, program, lambdas, steps, proto: ChainProtocol, rng):
     """Annealed importance sampling (Neal 2001) along the schedule refined by
     ``ais_substeps`` temperatures per link: particles from the reference, weights
     accumulated at each temperature, one HMC transition (with Gibbs) at each intermediate
@@ -234,15 +293,10 @@ def _ais(target, lambdas, steps, proto: ChainProtocol, rng):
     w, theta = target.sample_prior(n, rng)
     # the step size of the link holding each temperature (index 0 unused)
     step_at = np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
-    consts = {
-        "persistence": jnp.float64(0.0),
-        "jitter": jnp.float64(0.1),
-        "divergence_threshold": jnp.float64(1000.0),
-    }
     keys = jax.random.split(key_from_rng(rng), n)
-    log_w, _ = _ais_program(target, proto.ais_leapfrog)(
+    log_w, _ = program(
         keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
-        jnp.asarray(fine), jnp.asarray(step_at), consts,
+        jnp.asarray(fine), jnp.asarray(step_at), _ais_constants(),
     )  # fmt: skip
     value, se, ess = ais_estimate(np.asarray(log_w), proto.replicates)
     n_grad = n * (len(fine) - 2) * (proto.ais_leapfrog + 1)
