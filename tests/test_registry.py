@@ -102,3 +102,16 @@ def test_fitting_a_numpy_method_loads_neither_jax_nor_figures(tmp_path):
         "jax": False,
         "matplotlib": False,
     }
+
+
+def test_a_methods_code_version_hashes_its_registering_module_and_not_the_registry():
+    from bnnsweep.methods import module_of
+    from bnnsweep.sweep import PACKAGE_ROOT, code_files, code_version
+
+    files = code_files(module_of("map").removeprefix("bnnsweep."))
+    method_files = {
+        f.relative_to(PACKAGE_ROOT).as_posix() for f in files if f.parent.name == "methods"
+    }
+    assert method_files == {"methods/map_early_stopping.py"}
+    assert code_version("pbp") == code_version("ebp")  # one module registers both
+    assert code_version("pbp") != code_version("map")
