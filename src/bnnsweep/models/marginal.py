@@ -46,7 +46,8 @@ class MarginalModel:
     """The chaining target E(lambda, w) = lambda phi(w) + E_0(w) for one dataset.
 
     Per-weight-vector JAX functions (``phi_one``, ``prior_energy_one``, ``potential``,
-    ``gibbs``) feed the compiled sampler; ``phi``, ``prior_energy`` and
+    ``gibbs``, and ``mass``: each weight's prior precision alpha_k, the diagonal mass matrix
+    of AIS trajectories) feed the compiled sampler; ``phi``, ``prior_energy`` and
     ``prior_energy_and_grad`` evaluate them, jitted and vectorised, on a numpy batch (B, W).
     """
 
@@ -88,6 +89,9 @@ class MarginalModel:
         def gibbs(key, _lam, w, _alpha):
             return sample_alpha(key, spec, w)
 
+        def mass(_lam, alpha):
+            return alpha[spec.group_index]
+
         def tempered(lam, w):
             return lam * phi_one(w) + prior_energy_one(w)
 
@@ -95,7 +99,7 @@ class MarginalModel:
         self._minimisers: dict[int, object] = {}
 
         self.phi_one, self.prior_energy_one = phi_one, prior_energy_one
-        self.potential, self.gibbs = potential, gibbs
+        self.potential, self.gibbs, self.mass = potential, gibbs, mass
         self._phi_batch = jax.jit(jax.vmap(jax.value_and_grad(phi_one)))
         self._e0_batch = jax.jit(jax.vmap(jax.value_and_grad(prior_energy_one)))
 

@@ -23,6 +23,10 @@ from ..jax_runtime import jax, jnp, key_from_rng
 from ..mcmc import hmc
 from .estimators import ais_estimate, ratio_estimate, thermodynamic
 
+# AIS particles adapt their step towards this acceptance probability at this rate (per
+# temperature, on the log step); with a mass matrix their steps start at MASS_STEP
+AIS_ACCEPT, ADAPT_RATE, MASS_STEP = 0.7, 0.05, 0.1
+
 
 @dataclass(frozen=True)
 class ChainProtocol:
@@ -163,7 +167,7 @@ def run_chain(
         )
         if proto.ais_reverse:
             *reverse, n_grad_rev = _ais_reverse(
-                program, lambdas, step.mean(axis=1), proto, result, rng
+                target, program, lambdas, step.mean(axis=1), proto, result, rng
             )
             n_grad_ais += n_grad_rev
     accept = result.accept_prob.T.reshape(K, C, S).mean(axis=(1, 2))
@@ -210,26 +214,33 @@ def refine_schedule(lambdas: np.ndarray, substeps: int) -> tuple[np.ndarray, np.
 
 def _ais_program(target, n_steps: int):
     """The compiled AIS sweep for one target: particles (P, W) with auxiliary theta, through
-    temperatures ``fine`` (T + 1,), with the HMC step size ``steps[k]`` at temperature k."""
+    temperatures ``fine`` (T + 1,) in the order given (increasing: forward AIS; decreasing:
+    reverse), with the HMC step size ``steps[k]`` at temperature k times a factor each
+    particle adapts as it goes, ln f <- ln f + ADAPT_RATE (a - AIS_ACCEPT) after a transition
+    accepted with probability a (each transition still leaves its own distribution invariant;
+    only its step depends on the particle's past, which AIS allows). Targets with a ``mass``
+    (e.g. the prior precision of every weight) run their trajectories with it."""
+    mass = getattr(target, "mass", None)
 
     def particle(key, w, theta, fine, steps, consts):
         state = hmc.ChainState(w, jnp.zeros_like(w), jnp.zeros(()), jnp.zeros_like(w), theta)
 
         def body(carry, k):
-            state, log_w = carry
+            state, log_w, log_f = carry
             log_w = log_w - (fine[k] - fine[k - 1]) * jnp.nan_to_num(
                 target.phi_one(state.w), nan=jnp.inf
             )
             # one transition (Gibbs + HMC) leaving the k-th distribution invariant
             state, info = hmc.transition(
-                jax.random.fold_in(key, k), state, fine[k], steps[k], consts,
+                jax.random.fold_in(key, k), state, fine[k], steps[k] * jnp.exp(log_f), consts,
                 potential=target.potential, gibbs=getattr(target, "gibbs", None), n_steps=n_steps,
-                recompute=True,
+                recompute=True, mass=mass,
             )  # fmt: skip
-            return (state, log_w), info.accept_prob
+            log_f = log_f + ADAPT_RATE * (info.accept_prob - AIS_ACCEPT)
+            return (state, log_w, log_f), info.accept_prob
 
         ks = jnp.arange(1, fine.shape[0] - 1)
-        (state, log_w), accept = jax.lax.scan(body, (state, jnp.zeros(())), ks)
+        (state, log_w, _), accept = jax.lax.scan(body, (state, jnp.zeros(()), jnp.zeros(())), ks)
         last = fine.shape[0] - 1
         log_w = log_w - (fine[last] - fine[last - 1]) * jnp.nan_to_num(
             target.phi_one(state.w), nan=jnp.inf
@@ -237,6 +248,14 @@ def _ais_program(target, n_steps: int):
         return log_w, accept.mean()
 
     return jax.jit(jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)))
+
+
+def _ais_steps(target, steps, link) -> np.ndarray:
+    """The initial HMC step at every temperature (index 0 unused): the step size adapted by
+    the link that holds it, or MASS_STEP when the target's mass matrix sets the scales."""
+    if getattr(target, "mass", None) is not None:
+        return np.full(len(link) + 1, MASS_STEP)
+    return np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
 
 
 def _ais_constants() -> dict:
@@ -247,7 +266,7 @@ def _ais_constants() -> dict:
     }
 
 
-def _ais_reverse(program, lambdas, steps, proto: ChainProtocol, chains: hmc.HMCResult, rng):
+def _ais_reverse(target, program, lambdas, steps, proto: ChainProtocol, chains: hmc.HMCResult, rng):
     """Reverse AIS, the upper half of bidirectional Monte Carlo (Grosse, Ghahramani & Adams
     2015, sec. 4): particles start at posterior draws (the kept samples of the lambda = 1
     link's chains, with their auxiliary theta) and move through the same temperatures from
@@ -271,7 +290,7 @@ def _ais_reverse(program, lambdas, steps, proto: ChainProtocol, chains: hmc.HMCR
         chains.thetas,
     )
     fine, link = refine_schedule(lambdas, proto.ais_substeps)
-    step_at = np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
+    step_at = _ais_steps(target, steps, link)
     keys = jax.random.split(key_from_rng(rng), len(w))
     log_w_rev, _ = program(
         keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
@@ -291,8 +310,7 @@ def _ais(target, program, lambdas, steps, proto: ChainProtocol, rng):
     n = proto.ais_particles
     fine, link = refine_schedule(lambdas, proto.ais_substeps)
     w, theta = target.sample_prior(n, rng)
-    # the step size of the link holding each temperature (index 0 unused)
-    step_at = np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
+    step_at = _ais_steps(target, steps, link)
     keys = jax.random.split(key_from_rng(rng), n)
     log_w, _ = program(
         keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),

@@ -40,6 +40,8 @@ from ..jax_runtime import jax, jnp
 Potential = Callable[[Any, Any, jax.Array], jax.Array]
 # gibbs(key, params, w (W,), theta) -> theta for one chain
 GibbsFn = Callable[[jax.Array, Any, jax.Array, Any], Any]
+# mass(params, theta) -> diagonal mass matrix (W,) of one chain's trajectory
+MassFn = Callable[[Any, Any], jax.Array]
 # burn_params(it, params) -> params of one chain at burn-in iteration it
 BurnParams = Callable[[jax.Array, Any], Any]
 
@@ -114,15 +116,16 @@ def dual_averaging_update(
     return DualAveragingState(log_step, log_step_bar, h_bar, state.mu, t)
 
 
-def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int):
+def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int, inv_mass=1.0):
     """``n_steps`` leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w (Neal
-    1996 eq. 3.8-3.10); the half momentum steps between full steps are merged, so there is
+    1996 eq. 3.8-3.10) and kinetic energy p^T M^-1 p / 2 for a diagonal mass M (``inv_mass``
+    = diag M^-1, or 1); the half momentum steps between full steps are merged, so there is
     one gradient per step. Returns w, p, U and dU/dw at the end point."""
 
     def step(i, carry):
         w, p, _, g = carry
         p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
-        w = w + eps * p
+        w = w + eps * inv_mass * p
         u, g = value_and_grad(w)
         return w, p, u, g
 
@@ -141,9 +144,17 @@ def transition(
     gibbs: GibbsFn | None,
     n_steps: int,
     recompute: bool,
+    mass: MassFn | None = None,
 ) -> tuple[ChainState, TransitionInfo]:
     """One iteration for one chain: Gibbs update of theta (if any), momentum refresh, a
     jittered leapfrog trajectory and the Metropolis test; momentum negated on rejection.
+
+    ``mass(params, theta)`` gives a diagonal mass matrix (W,) for the trajectory, e.g. the
+    prior precision of each weight under the hyperparameters just drawn (Neal 1996 sec.
+    3.5.2 scales each weight's step by its prior width in the same way); the momentum is
+    drawn from N(0, M) and the kinetic energy is p^T M^-1 p / 2. None: M = I. (Partial
+    momentum refresh assumes a fixed M: use a mass that changes with theta only without
+    persistence.)
 
     ``recompute``: U and dU/dw at w are evaluated afresh (needed after the Gibbs step or when
     ``params`` changed since the last iteration). ``consts`` holds the traced scalars
@@ -158,13 +169,18 @@ def transition(
 
     u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
     decay = consts["persistence"]
-    noise = jax.random.normal(k_mom, state.w.shape, state.w.dtype)
+    if mass is None:
+        root_mass, inv_mass = 1.0, 1.0
+    else:
+        m = mass(params, theta)
+        root_mass, inv_mass = jnp.sqrt(m), 1.0 / m
+    noise = root_mass * jax.random.normal(k_mom, state.w.shape, state.w.dtype)
     p = jnp.where(decay > 0, decay * state.p + jnp.sqrt(1.0 - decay**2) * noise, noise)
     jitter = consts["jitter"]
     eps = step * jax.random.uniform(k_jit, (), state.w.dtype, 1.0 - jitter, 1.0 + jitter)
-    h0 = u + 0.5 * jnp.dot(p, p)
-    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps)
-    d_h = u1 + 0.5 * jnp.dot(p1, p1) - h0
+    h0 = u + 0.5 * jnp.dot(p, inv_mass * p)
+    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps, inv_mass)
+    d_h = u1 + 0.5 * jnp.dot(p1, inv_mass * p1) - h0
     bad = ~jnp.isfinite(d_h) | (d_h > consts["divergence_threshold"]) | ~jnp.all(jnp.isfinite(w1))
     accept_prob = jnp.where(bad, 0.0, jnp.exp(jnp.minimum(0.0, -jnp.where(bad, 0.0, d_h))))
     accepted = (jax.random.uniform(k_acc, (), state.w.dtype) < accept_prob) & ~bad
