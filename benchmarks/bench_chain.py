@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from bnnsweep import datasets  # noqa: E402
-from bnnsweep.engines.jax_runtime import jax, jnp  # noqa: E402
+from bnnsweep.jax_runtime import jax, jnp  # noqa: E402
 from bnnsweep.methods import get_method  # noqa: E402
 from bnnsweep.models.marginal import MarginalModel  # noqa: E402
 

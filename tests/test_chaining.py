@@ -8,7 +8,7 @@ from test_laplace import linear_split
 
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.schedules import PAPER, schedule
-from bnnsweep.engines.jax_runtime import jax, jnp
+from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
 from bnnsweep.models.conjugate import linear_log_evidence_integrated
 from bnnsweep.models.marginal import MarginalModel

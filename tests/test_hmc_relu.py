@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.engines.jax_runtime import jax
+from bnnsweep.jax_runtime import jax
 from bnnsweep.methods import relu_reference as ref
 
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bnnsweep.engines.jax_runtime import jax, jnp
 from bnnsweep.engines.mcmc import hmc
 from bnnsweep.engines.mcmc.diagnostics import effective_sample_size, split_rhat
 from bnnsweep.engines.mcmc.hmc import sample
+from bnnsweep.jax_runtime import jax, jnp
 
 MEAN = np.array([1.0, -2.0])
 COV = np.array([[1.0, 0.9], [0.9, 1.0]])

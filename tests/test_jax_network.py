@@ -4,7 +4,7 @@ JAX Gibbs conditionals of the hyperparameters have the conjugate Gamma moments."
 import numpy as np
 import pytest
 
-from bnnsweep.engines.jax_runtime import jax, jnp
+from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.models import GammaPrior, Network, make_prior
 from bnnsweep.models import jax_network as jn
 from bnnsweep.models.objective import PenalisedError

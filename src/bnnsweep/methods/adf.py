@@ -20,7 +20,7 @@ from ..engines.adf import likelihoods as lik
 from ..engines.adf.filter import FilterConfig, FilterState, compiled_epoch, output_moments
 from ..engines.adf.network import Architecture
 from ..engines.adf.updates import PriorSites
-from ..engines.jax_runtime import jax, jnp, key_from_rng
+from ..jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
 from ..metrics import discrete_metrics, regression_metrics, unstandardise
 from . import Method, Work, register

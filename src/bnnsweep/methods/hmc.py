@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
-from ..engines.jax_runtime import jnp, key_from_rng
 from ..engines.mcmc import hmc as hmc_sampler
 from ..engines.mcmc.diagnostics import effective_sample_size, split_rhat
 from ..engines.optimise import minimise_weights
+from ..jax_runtime import jnp, key_from_rng
 from ..method_base import (
     FitResult,
     check_choice,

@@ -21,8 +21,8 @@ from scipy.special import softmax
 from ..datasets.base import Split
 from ..engines.adf import likelihoods as lik
 from ..engines.adf.network import Architecture, backward, forward
-from ..engines.jax_runtime import jax, jnp, key_from_rng
 from ..engines.mcmc import hmc as hmc_sampler
+from ..jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
 from . import Method, no_work_model, register
 from .adf import n_classes_of

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engines.jax_runtime import jax, jnp
+from ..jax_runtime import jax, jnp
 from .network import Network
 from .objective import PenalisedError
 from .priors import GammaPrior, WeightPrior

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from ..engines.jax_runtime import jax, jnp
+from ..jax_runtime import jax, jnp
 from .jax_network import data_error, group_sum_squares, objective_spec, sample_alpha, weight_error
 from .objective import PenalisedError
 from .priors import GammaPrior
@@ -137,7 +137,7 @@ class MarginalModel:
     def _minimiser(self, n_iter: int):
         """The compiled batch minimiser of ``tempered_minima`` for ``n_iter`` iterations
         (built once per model and count, so later calls reuse the compiled program)."""
-        import optax  # after engines.jax_runtime has configured jax
+        import optax  # after bnnsweep.jax_runtime has configured jax
 
         def one(lam, w):
             def fn(v):
