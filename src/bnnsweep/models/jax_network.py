@@ -161,8 +161,12 @@ def gibbs_hyperparameters(
     w: jax.Array,
     noise: GammaPrior,
 ) -> tuple[jax.Array, jax.Array]:
-    """One draw of (alpha, beta) from their conditionals given w (independent given w)."""
-    k_alpha, k_beta = jax.random.split(key)
-    alpha = sample_alpha(k_alpha, spec, w)
-    beta = sample_beta(k_beta, data_error(spec, x, t, w), int(np.size(t)), noise)
-    return alpha, beta
+    """One draw of (alpha, beta) from their conditionals given w (independent given w):
+    the K + 1 Gamma variates of ``sample_alpha`` and ``sample_beta`` in one call, since each
+    call of the Gamma sampler (a rejection loop) is a large piece of the compiled program."""
+    shape = jnp.append(spec.prior_shapes + 0.5 * spec.group_sizes, noise.shape + 0.5 * np.size(t))
+    rate = jnp.append(
+        spec.prior_rates + 0.5 * group_sum_squares(spec, w), noise.rate + data_error(spec, x, t, w)
+    )
+    draw = jax.random.gamma(key, shape) / rate
+    return draw[:-1], draw[-1]
