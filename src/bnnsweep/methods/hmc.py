@@ -30,7 +30,7 @@ from ..method_base import (
 )
 from ..model_settings import ModelSettings
 from ..models import jax_network
-from ..models.priors import check_prior_supported
+from ..models.priors import GammaPrior, check_prior_supported
 from . import Method, Work, register
 
 # rank-normalised split R-hat above this marks a fit not_converged (Vehtari et al. 2021
@@ -67,6 +67,36 @@ class HMCSettings(ModelSettings):
         check_sampler_fractions(self.target_accept, self.persistence)
 
 
+def _target(spec: jax_network.NetworkSpec, noise: GammaPrior):
+    """U(w) = beta E_D + sum_k alpha_k E_Wk and the Gibbs draw of (alpha, beta), with the
+    data (x, t) as the sampler's shared parameters; one pair per architecture, prior and
+    noise prior in a process, so that every cell of a batch with the
+    same network and data shape runs the same compiled programs."""
+    key = (
+        spec.n_inputs, spec.n_hidden, spec.n_outputs, spec.activation,
+        tuple(spec.group_index.tolist()), tuple(spec.prior_shapes.tolist()),
+        tuple(spec.prior_rates.tolist()), float(noise.shape), float(noise.rate),
+    )  # fmt: skip
+    if key not in _TARGETS:
+        _TARGETS[key] = _build_target(spec, noise)
+    return _TARGETS[key]
+
+
+_TARGETS: dict[tuple, tuple] = {}
+
+
+def _build_target(spec: jax_network.NetworkSpec, noise: GammaPrior):
+    def potential(data, theta, w):
+        (x, t), (alpha, beta) = data, theta
+        return jax_network.penalised_error(spec, x, t, w, alpha, beta)
+
+    def gibbs(key, data, w, theta):
+        x, t = data
+        return jax_network.gibbs_hyperparameters(key, spec, x, t, w, noise)
+
+    return potential, gibbs
+
+
 def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print) -> FitResult:
     objective, noise = settings.build(split)
     net, prior = objective.network, objective.prior
@@ -81,18 +111,10 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
             )
             w0[c], n_init = found.w, n_init + found.n_evals
     theta0 = (np.full((C, K), settings.alpha_init), np.full(C, settings.beta_init))
-    spec = jax_network.objective_spec(objective)
-    x, t = jnp.asarray(objective.x), jnp.asarray(objective.t)
-
-    def potential(params, theta, w):
-        alpha, beta = theta
-        return jax_network.penalised_error(spec, x, t, w, alpha, beta)
-
-    def gibbs(key, params, w, theta):
-        return jax_network.gibbs_hyperparameters(key, spec, x, t, w, noise)
-
+    potential, gibbs = _target(jax_network.objective_spec(objective), noise)
+    data = (jnp.asarray(objective.x), jnp.asarray(objective.t))
     run = hmc_sampler.sample(
-        potential, w0, theta0, None, key_from_rng(rng),
+        potential, w0, theta0, data, key_from_rng(rng), shared_params=True,
         n_burn=settings.burn_in, n_samples=settings.samples,
         n_leapfrog_burn=settings.burn_leapfrog, n_leapfrog=settings.leapfrog,
         step_size=settings.step_size, gibbs=gibbs, persistence=settings.persistence,

@@ -116,7 +116,7 @@ def dual_averaging_update(
     return DualAveragingState(log_step, log_step_bar, h_bar, state.mu, t)
 
 
-def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int, inv_mass=1.0):
+def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int | jax.Array, inv_mass=1.0):
     """``n_steps`` leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w (Neal
     1996 eq. 3.8-3.10) and kinetic energy p^T M^-1 p / 2 for a diagonal mass M (``inv_mass``
     = diag M^-1, or 1); the half momentum steps between full steps are merged, so there is
@@ -142,8 +142,8 @@ def transition(
     *,
     potential: Potential,
     gibbs: GibbsFn | None,
-    n_steps: int,
-    recompute: bool,
+    n_steps: int | jax.Array,
+    recompute: bool | jax.Array,
     mass: MassFn | None = None,
 ) -> tuple[ChainState, TransitionInfo]:
     """One iteration for one chain: Gibbs update of theta (if any), momentum refresh, a
@@ -167,7 +167,10 @@ def transition(
     def value_and_grad(w):
         return jax.value_and_grad(potential, argnums=2)(params, theta, w)
 
-    u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
+    if isinstance(recompute, bool):
+        u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
+    else:  # traced: both branches compiled, one run
+        u, grad = jax.lax.cond(recompute, value_and_grad, lambda _: (state.u, state.grad), state.w)
     decay = consts["persistence"]
     if mass is None:
         root_mass, inv_mass = 1.0, 1.0
@@ -197,76 +200,90 @@ def transition(
 
 @lru_cache(maxsize=8)
 def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, adapt,
-              recompute_burn, recompute_keep):  # fmt: skip
+              recompute_burn, recompute_keep, params_axis):  # fmt: skip
     """The compiled pieces of ``sample`` for one target and configuration (cached, so that
-    repeated calls with the same functions trace and compile once)."""
+    repeated calls with the same functions trace and compile once). ``params_axis`` is 0
+    when ``params`` has a leading chain axis, None when all chains share it.
+
+    Burn-in and kept iterations are one program (``advance``, over any range of iterations;
+    whether an iteration is burn-in is a traced test ``it < n_burn``): the trajectory, the
+    Gibbs step and the gradient are compiled once, not once per phase, which halves the
+    compile time that dominates short cells."""
 
     def chain_value_and_grad(params, theta, w):
         return jax.value_and_grad(potential, argnums=2)(params, theta, w)
 
-    def batch_transition(n_steps, recompute):
-        one = partial(
-            transition, potential=potential, gibbs=gibbs, n_steps=n_steps, recompute=recompute
+    def static_or_traced(burn_value, keep_value, burning):
+        """A setting that differs between the phases becomes a traced choice."""
+        return (
+            burn_value if burn_value == keep_value else jnp.where(burning, burn_value, keep_value)
         )
-        return jax.vmap(one, in_axes=(0, 0, 0, 0, None))
-
-    burn_step = batch_transition(n_leapfrog_burn, recompute_burn)
-    keep_step = batch_transition(n_leapfrog, recompute_keep)
 
     @jax.jit
     def init(params, theta, w, key):
-        u, grad = jax.vmap(chain_value_and_grad)(params, theta, w)
+        u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(params, theta, w)
         p = jax.random.normal(key, w.shape, w.dtype)
         return ChainState(w, p, u, grad, theta)
 
     @jax.jit
     def refresh(params, state):
-        u, grad = jax.vmap(chain_value_and_grad)(params, state.theta, state.w)
+        u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(
+            params, state.theta, state.w
+        )
         return state._replace(u=u, grad=grad)
 
-    @jax.jit
-    def burn(carry, params, key, consts, start, stop):
-        def body(it, carry):
-            state, da, step, accept_buf, div = carry
+    @partial(jax.jit, donate_argnums=0)
+    def advance(buf, carry, params, key, consts, n_burn, start, stop):
+        # ``buf`` (burn-in acceptance, n_burn x B, and the kept draws, S x B x W) is donated:
+        # updated in place, never copied; a write the phase does not make goes out of
+        # bounds and is dropped
+        n_kept = buf["u"].shape[0]
+
+        def body(it, loop):
+            buf, (state, da, step, div_burn, div_keep) = loop
+            burning = it < n_burn
             keys = jax.random.split(jax.random.fold_in(key, it), state.w.shape[0])
             p_it = params
             if burn_params is not None:
-                p_it = jax.vmap(burn_params, in_axes=(None, 0))(it, params)
-            state, info = burn_step(keys, state, p_it, step, consts)
-            accept_buf = accept_buf.at[it].set(info.accept_prob)
-            div = div + info.divergent
+                moved = jax.vmap(burn_params, in_axes=(None, params_axis))(it, params)
+                p_it = jax.tree_util.tree_map(lambda a, b: jnp.where(burning, a, b), moved, params)
+            one = partial(
+                transition, potential=potential, gibbs=gibbs,
+                n_steps=static_or_traced(n_leapfrog_burn, n_leapfrog, burning),
+                recompute=static_or_traced(recompute_burn, recompute_keep, burning),
+            )  # fmt: skip
+            state, info = jax.vmap(one, in_axes=(0, 0, params_axis, 0, None))(
+                keys, state, p_it, step, consts
+            )
             if adapt:
-                da = jax.vmap(dual_averaging_update, in_axes=(0, 0, None))(
+                moved = jax.vmap(dual_averaging_update, in_axes=(0, 0, None))(
                     da, info.accept_prob, consts["target_accept"]
                 )
-                step = jnp.exp(da.log_step)
-            return state, da, step, accept_buf, div
+                da = jax.tree_util.tree_map(lambda a, b: jnp.where(burning, a, b), moved, da)
+                step = jnp.where(burning, jnp.exp(da.log_step), step)
+            div_burn = div_burn + jnp.where(burning, info.divergent, 0)
+            div_keep = div_keep + jnp.where(burning, 0, info.divergent)
+            b = jnp.where(burning, it, buf["burn_accept"].shape[0])
+            # the last iteration of each group of ``thin`` is what stays
+            slot = jnp.where(burning, n_kept, (it - n_burn) // thin)
 
-        return jax.lax.fori_loop(start, stop, body, carry)
+            def put(b_, x):
+                return b_.at[slot].set(x, mode="drop")
 
-    @partial(jax.jit, donate_argnums=0)
-    def keep(buf, carry, params, key, consts, n_burn, start, stop):
-        # ``buf`` (the kept draws, S x B x W) is donated: updated in place, never copied
-        def body(j, carry):
-            buf, (state, step, div) = carry
-            keys = jax.random.split(jax.random.fold_in(key, n_burn + j), state.w.shape[0])
-            state, info = keep_step(keys, state, params, step, consts)
-            slot = j // thin  # the last iteration of each group of ``thin`` is what stays
             buf = {
-                "w": buf["w"].at[slot].set(state.w),
-                "theta": jax.tree_util.tree_map(
-                    lambda b, t: b.at[slot].set(t), buf["theta"], state.theta
-                ),
-                "u": buf["u"].at[slot].set(state.u),
-                "accept_prob": buf["accept_prob"].at[slot].set(info.accept_prob),
-                "accepted": buf["accepted"].at[slot].set(info.accepted),
-                "energy_error": buf["energy_error"].at[slot].set(info.energy_error),
+                "burn_accept": buf["burn_accept"].at[b].set(info.accept_prob, mode="drop"),
+                "w": put(buf["w"], state.w),
+                "theta": jax.tree_util.tree_map(put, buf["theta"], state.theta),
+                "u": put(buf["u"], state.u),
+                "accept_prob": put(buf["accept_prob"], info.accept_prob),
+                "accepted": put(buf["accepted"], info.accepted),
+                "energy_error": put(buf["energy_error"], info.energy_error),
             }
-            return buf, (state, step, div + info.divergent)
+            return buf, (state, da, step, div_burn, div_keep)
 
         return jax.lax.fori_loop(start, stop, body, (buf, carry))
 
-    return init, refresh, burn, keep
+    return init, refresh, advance
 
 
 def _chunks(start: int, stop: int, every: int | None) -> list[tuple[int, int]]:
@@ -300,6 +317,7 @@ def sample(
     divergence_threshold: float = 1000.0,
     jitter: float = 0.1,
     log: Callable[[str], None] | None = None,
+    shared_params: bool = False,
 ) -> HMCResult:
     """Run ``n_burn`` burn-in iterations (step sizes adapted by dual averaging when ``adapt``,
     trajectories of ``n_leapfrog_burn`` steps, ``burn_params(it, params)`` as the chain's
@@ -308,7 +326,11 @@ def sample(
 
     ``potential(params, theta, w)`` is U for one chain (gradient by ``jax.value_and_grad``);
     ``w0`` is (B, W); ``theta0`` and ``params`` are pytrees with leading axis B (either may
-    be None); ``gibbs(key, params, w, theta)`` draws theta before every trajectory. ``log``
+    be None), or with ``shared_params`` ``params`` is one pytree that every chain sees (pass
+    the data this way rather than closing ``potential`` over it: arrays closed over are
+    baked into the compiled program as constants, so another dataset of the same shape
+    would compile again instead of reusing the program, in memory or from the persistent
+    cache); ``gibbs(key, params, w, theta)`` draws theta before every trajectory. ``log``
     receives a progress line ten times; the loop then runs in ten compiled chunks, which
     changes no number.
     """
@@ -328,9 +350,9 @@ def sample(
     # burn-in iteration whose parameters change (then once more at the first kept one)
     recompute_burn = gibbs is not None or burn_params is not None
     recompute_keep = gibbs is not None
-    init, refresh, burn, keep = _programs(
+    init, refresh, advance = _programs(
         potential, gibbs, burn_params, int(n_leapfrog_burn), int(n_leapfrog), int(thin),
-        adapting, recompute_burn, recompute_keep,
+        adapting, recompute_burn, recompute_keep, None if shared_params else 0,
     )  # fmt: skip
     consts = {
         "persistence": jnp.float64(persistence),
@@ -348,24 +370,11 @@ def sample(
         if log is not None and (stop % every == 0 or stop == total):
             log(f"  hmc iteration {stop}/{total}: mean acceptance {float(accept.mean()):.2f}")
 
-    da = jax.vmap(dual_averaging_init)(step)
-    carry = (state, da, step, jnp.zeros((n_burn, B)), jnp.zeros(B, dtype=jnp.int32))
-    for start, stop in _chunks(0, n_burn, every):
-        carry = burn(carry, params, key_loop, consts, start, stop)
-        report(stop, carry[3][start:stop])
-    state, da, step, burn_accept, divergent_burn = carry
-    n_grad += B * n_burn * (n_leapfrog_burn + int(recompute_burn))
-    if adapting:
-        step = jnp.exp(da.log_step_bar)
-    if burn_params is not None and n_burn > 0 and not recompute_keep:
-        state = refresh(params, state)
-        n_grad += B
-    n_keep = n_samples * thin
-
-    def stacked(x, dtype=jnp.float64):
-        return jnp.zeros((n_samples, *jnp.shape(x)), dtype=dtype)
+    def stacked(x, dtype=jnp.float64):  # one spare row when empty: a size-0 axis cannot be indexed
+        return jnp.zeros((max(n_samples, 1), *jnp.shape(x)), dtype=dtype)
 
     buf = {
+        "burn_accept": jnp.zeros((max(n_burn, 1), B)),
         "w": stacked(state.w),
         "theta": jax.tree_util.tree_map(lambda t: stacked(t, t.dtype), state.theta),
         "u": stacked(state.u),
@@ -373,14 +382,30 @@ def sample(
         "accepted": stacked(state.u, bool),
         "energy_error": stacked(state.u),
     }
-    carry = (state, step, jnp.zeros(B, dtype=jnp.int32))
+    zero = jnp.zeros(B, dtype=jnp.int32)
+    carry = (state, jax.vmap(dual_averaging_init)(step), step, zero, zero)
+    n_burn_ = jnp.int32(n_burn)
+    for start, stop in _chunks(0, n_burn, every):
+        buf, carry = advance(buf, carry, params, key_loop, consts, n_burn_, start, stop)
+        report(stop, buf["burn_accept"][start:stop])
+    state, da, step, divergent_burn, divergent = carry
+    n_grad += B * n_burn * (n_leapfrog_burn + int(recompute_burn))
+    if adapting:
+        step = jnp.exp(da.log_step_bar)
+    if burn_params is not None and n_burn > 0 and not recompute_keep:
+        state = refresh(params, state)
+        n_grad += B
+    n_keep = n_samples * thin
+    carry = (state, da, step, divergent_burn, divergent)
     for start, stop in _chunks(n_burn, total, every):
+        buf, carry = advance(buf, carry, params, key_loop, consts, n_burn_, start, stop)
         j0, j1 = start - n_burn, stop - n_burn  # kept-phase iteration numbers
-        buf, carry = keep(buf, carry, params, key_loop, consts, n_burn, j0, j1)
         report(stop, buf["accept_prob"][j0 // thin : max(j0 // thin + 1, j1 // thin)])
-    _, step, divergent = carry
+    _, _, step, divergent_burn, divergent = carry
     n_grad += B * n_keep * (n_leapfrog + int(recompute_keep))
     out = jax.device_get(buf)
+    burn_accept = out.pop("burn_accept")[:n_burn]
+    out = jax.tree_util.tree_map(lambda a: a[:n_samples], out)
     return HMCResult(
         samples=out["w"],
         thetas=out["theta"],
