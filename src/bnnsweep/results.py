@@ -252,19 +252,21 @@ def merge_cells(paths) -> xr.Dataset:
         # integer labels on every unlabelled dimension, so that ragged traces align by padding
         ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
         ds = ds.expand_dims("run")
-        ds = ds.assign_coords({c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords})
+        # every change in one call each: each separate assignment re-aligns the whole
+        # Dataset, which made merging cost 0.1 s per cell
         cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
-        ds = ds.assign_coords(cell_file=("run", [cell or Path(path).name]))
-        ds = ds.assign_coords(method_name=("run", [str(ds.attrs.get("method_name", ""))]))
-        ds = ds.assign_coords(
-            test_set_index=("run", [list(test_sets).index(key) if present else -1])
+        run_coords = {c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords}
+        run_coords.update(
+            cell_file=("run", [cell or Path(path).name]),
+            method_name=("run", [str(ds.attrs.get("method_name", ""))]),
+            test_set_index=("run", [list(test_sets).index(key) if present else -1]),
         )
-        for attr in PER_RUN_ATTRS:
-            ds[attr] = ("run", [str(ds.attrs.get(attr, ""))])
+        ds = ds.assign_coords(run_coords)
+        ds = ds.assign({attr: ("run", [str(ds.attrs.get(attr, ""))]) for attr in PER_RUN_ATTRS})
         # fixed-width strings would be cut to the first file's width when concatenated
-        for name in list(ds.variables):
-            if ds[name].dtype.kind == "U":
-                ds[name] = ds[name].astype(object)
+        strings = {n: v.astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
+        ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
+        ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
         versions = ds.attrs.get("library_versions", "{}")
         ds.attrs = {}
         datasets.append(ds)

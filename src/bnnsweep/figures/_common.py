@@ -13,7 +13,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -36,7 +35,11 @@ DPI = 150
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
-    """Seaborn's whitegrid theme for axes created inside the block (no global change)."""
+    """Seaborn's whitegrid theme for axes created inside the block (no global change).
+    Seaborn (and the scipy.stats it loads, 1.5 s) is imported here and in
+    ``method_palette``, not at the top: tables need neither."""
+    import seaborn as sns
+
     with sns.axes_style("whitegrid"), sns.plotting_context("notebook", font_scale=0.9):
         yield
 
@@ -88,6 +91,8 @@ def outside_legend(ax, handles, title: str | None = None) -> None:
 def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
     """Fixed colours keyed by the sorted method labels, so every figure of one merged file
     colours a method alike."""
+    import seaborn as sns
+
     labels = sorted({str(m) for m in methods})
     base = "colorblind" if len(labels) <= 10 else "husl"
     return dict(zip(labels, sns.color_palette(base, max(len(labels), 1)), strict=False))
