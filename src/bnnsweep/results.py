@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,9 @@ def discrete_metrics(result: FitResult, y: np.ndarray) -> dict[str, float]:
     )
 
 
+@cache
 def git_revision() -> str:
+    """The checkout's commit (asked of git once per process)."""
     try:
         root = Path(__file__).resolve().parents[2]
         out = subprocess.run(
