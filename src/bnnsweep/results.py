@@ -24,6 +24,7 @@ import xarray as xr
 
 from . import __version__
 from .axes import AXES
+from .cell_reader import read_cell
 from .datasets.base import Split
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
@@ -228,6 +229,51 @@ PER_RUN_ATTRS = (
 )
 
 
+def _as_object(values: np.ndarray) -> np.ndarray:
+    """Fixed-width strings as objects: concatenated, they would be cut to the first file's
+    width."""
+    return values.astype(object) if values.dtype.kind == "U" else values
+
+
+def _run_dataset(ds: xr.Dataset, drop, path, test_set_index: int) -> xr.Dataset:
+    """One cell as one entry of the ``run`` dimension, built in one constructor call (each
+    separate xarray assignment re-aligns the whole Dataset, which made merging cost 0.1 s
+    per cell): data variables gain a leading ``run``, sweep coordinates and per-run
+    attributes become ``run`` variables, and every unlabelled dimension gets integer labels
+    so that ragged traces align by padding."""
+
+    def variable(dims, values, attrs=None):
+        # plain numpy arrays of numbers or str objects: nothing for xarray to convert
+        return xr.Variable(dims, values, attrs, fastpath=True)
+
+    coord_names = set(ds.coords)
+    data, coords = {}, {}
+    for name, var in ds.variables.items():
+        if name in coord_names:
+            if name not in RUN_COORDS:
+                coords[name] = variable(var.dims, _as_object(var.values), var.attrs)
+        elif name not in drop:
+            data[name] = variable(("run", *var.dims), _as_object(var.values)[None], var.attrs)
+    used = {d for var in (*data.values(), *coords.values()) for d in var.dims}
+    coords.update({d: np.arange(n) for d, n in ds.sizes.items() if d not in coords and d in used})
+    for name in RUN_COORDS:
+        if name in coord_names:
+            coords[name] = variable(("run",), _as_object(ds.variables[name].values)[None])
+    cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
+    per_run = {
+        "cell_file": cell or Path(path).name,
+        "method_name": str(ds.attrs.get("method_name", "")),
+    }
+    for name, value in per_run.items():
+        coords[name] = variable(("run",), np.array([value], dtype=object))
+    coords["test_set_index"] = variable(("run",), np.array([test_set_index]))
+    for attr in PER_RUN_ATTRS:
+        value = np.array([str(ds.attrs.get(attr, ""))], dtype=object)
+        data[attr] = variable(("run",), value)
+    attrs = {"library_versions": ds.attrs.get("library_versions", "{}")}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
 def merge_cells(paths) -> xr.Dataset:
     """Concatenate cell files along ``run``; sweep coordinates become coordinates of ``run``.
 
@@ -240,8 +286,7 @@ def merge_cells(paths) -> xr.Dataset:
     datasets = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     for path in sorted(str(p) for p in paths):
-        with xr.open_dataset(path, engine="netcdf4") as ds:
-            ds = ds.load()
+        ds = read_cell(path)
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
         key = (str(ds["dataset"].item()), str(ds["split"].item()))
@@ -251,30 +296,14 @@ def merge_cells(paths) -> xr.Dataset:
             test_sets[key] = tests.assign_coords(
                 {d: np.arange(n) for d, n in tests.sizes.items() if d not in tests.coords}
             )
-        ds = ds.drop_vars(present)
-        # integer labels on every unlabelled dimension, so that ragged traces align by padding
-        ds = ds.assign_coords({d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords})
-        ds = ds.expand_dims("run")
-        # every change in one call each: each separate assignment re-aligns the whole
-        # Dataset, which made merging cost 0.1 s per cell
-        cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
-        run_coords = {c: ("run", [ds[c].item()]) for c in RUN_COORDS if c in ds.coords}
-        run_coords.update(
-            cell_file=("run", [cell or Path(path).name]),
-            method_name=("run", [str(ds.attrs.get("method_name", ""))]),
-            test_set_index=("run", [list(test_sets).index(key) if present else -1]),
+        datasets.append(
+            _run_dataset(ds, present, path, list(test_sets).index(key) if present else -1)
         )
-        ds = ds.assign_coords(run_coords)
-        ds = ds.assign({attr: ("run", [str(ds.attrs.get(attr, ""))]) for attr in PER_RUN_ATTRS})
-        # fixed-width strings would be cut to the first file's width when concatenated
-        strings = {n: v.astype(object) for n, v in ds.variables.items() if v.dtype.kind == "U"}
-        ds = ds.assign_coords({n: v for n, v in strings.items() if n in ds.coords})
-        ds = ds.assign({n: v for n, v in strings.items() if n not in ds.coords})
-        versions = ds.attrs.get("library_versions", "{}")
-        ds.attrs = {}
-        datasets.append(ds)
     if not datasets:
         raise ValueError("no cell files to merge")
+    versions = datasets[-1].attrs.pop("library_versions", "{}")
+    for ds in datasets:
+        ds.attrs = {}
     merged = xr.concat(
         datasets,
         dim="run",
