@@ -66,6 +66,31 @@ def test_jobsize_prices_a_cell_by_its_methods_cost_model():
     assert jobsize.fit_seconds(cell, shape) == pytest.approx(100 * per_call)
 
 
+def test_adf_is_priced_per_data_point_and_packed_across_datasets():
+    """An ADF update touches one data point, so a pbp cell's bound is seconds, not the hours
+    a per-call pass over all N points would give; without ``vectorise`` its cells pack by
+    time across datasets (each dataset's cells together, so its program compiles once per
+    job), with ``vectorise`` one job per dataset."""
+    cells = [
+        Cell("u", d, str(k), "pbp", "pbp", 0, (("hidden", 50),), {"hidden": 50, "epochs": 40})
+        for d in ("boston_housing", "yacht")
+        for k in range(3)
+    ]
+    shape = jobsize.data_shape("boston_housing", "0")
+    n_train, n_in, n_out, n_test = shape
+    w = jobsize.n_weights(n_in, 50, n_out)
+    per_point = jobsize.CALL_S + jobsize.MULTIPLY_ADD_S * w
+    expected = 40 * (2 * n_train + n_test) * per_point
+    assert jobsize.fit_seconds(cells[0], shape) == pytest.approx(expected)
+    assert jobsize.fit_seconds(cells[0], shape) < 5.0
+    batching = dict(jobsize.BATCHING_DEFAULTS)
+    (packed,) = jobsize.plan_batches(cells, batching)
+    assert packed.strategy == "time" and packed.cells == cells
+    per_dataset = jobsize.plan_batches(cells, {**batching, "vectorise": True})
+    assert [b.strategy for b in per_dataset] == ["dataset", "dataset"]
+    assert [len(b.cells) for b in per_dataset] == [3, 3]
+
+
 def _imported_after(code: str) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", code + "\nimport json, sys\n"

@@ -78,7 +78,9 @@ def fit_seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
     _, w, model = _work_of(cell, shape)
     if model is None:
         return None
-    per_call = CALL_S + MULTIPLY_ADD_S * n_train * w * model.batch
+    points = n_train if model.points is None else model.points
+    fixed = CALL_S if model.call_s is None else model.call_s
+    per_call = fixed + MULTIPLY_ADD_S * points * w * model.batch
     per_hessian = MULTIPLY_ADD_S * (n_train * n_out * w * w + w**3)
     return model.gradient_calls * per_call + model.hessians * per_hessian
 
@@ -174,14 +176,19 @@ def batching_settings(config: dict) -> dict:
 
 def strategy(cell: Cell, batching: dict) -> str:
     """How a cell's method is batched: the config's choice for its label or method, else
-    ``dataset`` for methods with a vectorised ``fit_many``, ``time`` for methods with a work
-    model, ``none`` (a job per cell) for the rest; ``mode: none`` turns batching off."""
+    ``dataset`` for methods with a vectorised ``fit_many`` when ``vectorise`` is on, ``time`` for methods with a work
+    model, ``none`` (a job per cell) for the rest; ``mode: none`` turns batching off.
+
+    ``dataset`` is the default only with ``vectorise``: one after another in one process,
+    ``time`` packing builds each dataset's compiled functions once as well (its cells come
+    in dataset order) and needs fewer jobs, so fewer interpreter starts, where the cells
+    are short."""
     if batching["mode"] == "none":
         return "none"
     chosen = batching["methods"].get(cell.method) or batching["methods"].get(cell.method_name)
     if chosen:
         return chosen
-    if get_method(cell.method_name).fit_many is not None:
+    if get_method(cell.method_name).fit_many is not None and batching["vectorise"]:
         return "dataset"
     return "time" if fit_seconds(cell, data_shape(cell.dataset, cell.split)) is not None else "none"
 

@@ -30,13 +30,18 @@ from ..method_base import FitResult, SettingsError, build_settings, suggest
 @dataclass(frozen=True)
 class Work:
     """Upper bounds on what a fit does, the cost model's answer: gradient calls, each over
-    ``batch`` networks at once, Hessians, and floats held at once (samples, Jacobians,
-    predictions). ``bnnsweep.jobsize`` prices them in seconds and megabytes."""
+    ``batch`` networks at once and ``points`` data points (None: every training point; 1
+    for a per-point update such as ADF's), Hessians, and floats held at once (samples,
+    Jacobians, predictions); ``call_s`` replaces ``jobsize.CALL_S`` as the fixed cost of one
+    call where a method's call costs more than a compiled gradient (e.g. numpy Python
+    per call). ``bnnsweep.jobsize`` prices them in seconds and megabytes."""
 
     gradient_calls: float
     batch: int = 1
     hessians: float = 0.0
     floats_held: float = 0.0
+    points: float | None = None
+    call_s: float | None = None
 
 
 def no_work_model(settings, n_train: int, n_test: int, n_out: int, n_weights: int) -> None:
