@@ -15,8 +15,9 @@
 3. The default sweep (config/config.yaml) the same way, into a temporary results directory
    (target: under 10% of the time outside fits).
 4. ``--adf``: PBP and EBP on boston_housing, energy and yacht, every split (config
-   uci_adf.yaml restricted to them), through Snakemake with the default batching (one
-   vectorised job per dataset and method), against the same fits batched in one process
+   uci_adf.yaml restricted to them), through Snakemake with the default batching (each
+   method's cells packed by time, one after another in one process), against the same fits
+   batched in one process
    (``fit_many``); ``--adf-one-per-job`` also runs them one job per cell and compares every
    cell file bitwise.
 

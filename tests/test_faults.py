@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from bnnsweep import results, runner
+from bnnsweep import cell_writer, runner
 from bnnsweep.compare import differing_variables
 from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, record_owner
 from bnnsweep.sweep import Cell
@@ -235,14 +235,14 @@ def test_stale_lock_of_live_or_foreign_owner_is_kept(tmp_path):
 
 DIE_WHILE_WRITING = """
 import os, signal, sys
-import xarray as xr
-write = xr.Dataset.to_netcdf
-def dying(self, path, *args, **kwargs):
-    write(self, path, *args, **kwargs)
+from bnnsweep import cell_writer
+write = cell_writer.write_cell
+def dying(content, path):
+    write(content, path)
     with open(path, "r+b") as fh:
         fh.truncate(os.path.getsize(path) // 2)  # half of the bytes are on disk
     os.kill(os.getpid(), signal.SIGKILL)
-xr.Dataset.to_netcdf = dying
+cell_writer.write_cell = dying
 from bnnsweep.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -296,12 +296,12 @@ def fitted():
 def test_full_disk_gives_clear_error_and_no_partial_file(fitted, tmp_path, monkeypatch):
     written = []
 
-    def no_space(self, path, *args, **kwargs):
+    def no_space(content, path):
         Path(path).write_bytes(b"\x89HDF partial")
         written.append(path)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(xr.Dataset, "to_netcdf", no_space)
+    monkeypatch.setattr(cell_writer, "write_cell", no_space)
     out = tmp_path / "cells" / "cell.nc"
     with pytest.raises(runner.WriteError, match=r"cannot write .*cell\.nc \(the disk is full"):
         runner.write_result(fitted, out)
@@ -346,7 +346,7 @@ def test_unwritable_results_directory(fitted, tmp_path, monkeypatch):
         def denied(*args, **kwargs):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(cells))
 
-        monkeypatch.setattr(results.tempfile, "mkstemp", denied)
+        monkeypatch.setattr(cell_writer.tempfile, "mkstemp", denied)
     with pytest.raises(runner.WriteError, match="directory is not writable"):
         runner.write_result(fitted, out)
     assert not list(cells.iterdir())

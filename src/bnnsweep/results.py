@@ -15,21 +15,24 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from . import __version__
 from .axes import AXES
-from .cell_reader import read_cell
+from .cell_writer import CellContent, variable, write_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
 from .metrics import gaussian_loglik, regression_metrics, unstandardise
 from .sweep import Cell
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 UNITS = {
     "log_evidence": ("log marginal likelihood ln p(D | model)", "nats"),
@@ -88,22 +91,27 @@ def git_revision() -> str:
         return "unknown"
 
 
-def library_versions() -> dict[str, str]:
-    import netCDF4
-    import scipy
+def _installed(package: str) -> str:
+    """The installed version of ``package`` (read from its metadata: no import)."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
 
+
+def library_versions() -> dict[str, str]:
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "xarray": xr.__version__,
-        "netCDF4": netCDF4.__version__,
+        "scipy": _installed("scipy"),
+        "xarray": _installed("xarray"),
+        "netCDF4": _installed("netCDF4"),
     }
 
 
 def _var(values, dims, name):
     long_name, units = UNITS.get(name, (name.replace("_", " "), "1"))
-    return xr.Variable(dims, np.asarray(values), attrs={"long_name": long_name, "units": units})
+    return variable(values, dims, {"long_name": long_name, "units": units})
 
 
 def cell_dataset(
@@ -113,6 +121,17 @@ def cell_dataset(
     resolved_settings: dict | None = None,
     code_version: str = "",
 ) -> xr.Dataset:
+    """``cell_content`` as an ``xr.Dataset``."""
+    return cell_content(result, split, cell, resolved_settings, code_version).to_dataset()
+
+
+def cell_content(
+    result: FitResult,
+    split: Split,
+    cell: Cell,
+    resolved_settings: dict | None = None,
+    code_version: str = "",
+) -> CellContent:
     """The cell's NetCDF content: sweep coordinates, predictions, metrics, traces, attributes.
     ``code_version`` is the hash of the source files the cell's method depends on
     (``sweep.code_version``)."""
@@ -125,9 +144,9 @@ def cell_dataset(
         "x_test": _var(split.x_test, ("test_point", "input"), "x_test"),
         "log_evidence": _var(result.log_evidence, (), "log_evidence"),
         "log_evidence_se": _var(result.log_evidence_se, (), "log_evidence_se"),
-        "log_evidence_kind": xr.Variable((), result.log_evidence_kind),
-        "status": xr.Variable((), result.status),
-        "status_message": xr.Variable((), result.status_message),
+        "log_evidence_kind": variable(result.log_evidence_kind),
+        "status": variable(result.status),
+        "status_message": variable(result.status_message),
         "runtime_s": _var(result.runtime_s, (), "runtime_s"),
         "n_train": _var(np.int64(split.x_train.shape[0]), (), "n_train"),
         "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
@@ -165,14 +184,16 @@ def cell_dataset(
     for name, (dims, values) in result.traces.items():
         data[name] = _var(values, dims, name)
     for name, value in result.diagnostics.items():
-        data[f"diag_{name}"] = xr.Variable((), value)
+        data[f"diag_{name}"] = variable(value)
     coords = {
         axis: getattr(cell, axis) for axis in ("experiment", "dataset", "split", "method", "seed")
     }
     coords.update(cell.axis_values())
-    coords.update({name: xr.Variable((name,), values) for name, values in result.coords.items()})
-    ds = xr.Dataset(data, coords=coords)
-    ds.attrs.update(
+    coords = {name: variable(value) for name, value in coords.items()}
+    coords.update({name: variable(values, (name,)) for name, values in result.coords.items()})
+    return CellContent(
+        data,
+        coords,
         {
             "title": f"bnnsweep cell {cell.path_id}",
             "settings_json": json.dumps(cell.settings, sort_keys=True),
@@ -188,32 +209,19 @@ def cell_dataset(
             "seed": cell.seed,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "Conventions": "CF-1.8",
-        }
+        },
     )
-    return ds
 
 
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write to a temporary file in the target directory, fsync, then rename over ``path``,
-    so that an interrupted write never leaves a file that looks complete."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
-    os.close(fd)
-    try:
-        encoding = {
-            name: {"zlib": True, "complevel": 4}
-            for name, var in ds.data_vars.items()
-            if var.dtype.kind in "fiu" and var.ndim > 0
-        }
-        ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write an ``xr.Dataset`` atomically (``cell_writer.write_atomic``), numeric data
+    variables with dimensions zlib-compressed."""
+    encoding = {
+        name: {"zlib": True, "complevel": 4}
+        for name, var in ds.data_vars.items()
+        if var.dtype.kind in "fiu" and var.ndim > 0
+    }
+    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding))
 
 
 RUN_COORDS = ("experiment", "dataset", "split", "method", "seed", *AXES)
@@ -241,6 +249,8 @@ def _run_dataset(ds: xr.Dataset, drop, path, test_set_index: int) -> xr.Dataset:
     per cell): data variables gain a leading ``run``, sweep coordinates and per-run
     attributes become ``run`` variables, and every unlabelled dimension gets integer labels
     so that ragged traces align by padding."""
+
+    import xarray as xr
 
     def variable(dims, values, attrs=None):
         # plain numpy arrays of numbers or str objects: nothing for xarray to convert
@@ -283,6 +293,10 @@ def merge_cells(paths) -> xr.Dataset:
     split, along ``test_set`` (coordinates ``test_set_dataset``, ``test_set_split``); the
     run coordinate ``test_set_index`` points each run at its own (``run_test_data``).
     """
+    import xarray as xr
+
+    from .cell_reader import read_cell
+
     datasets = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     for path in sorted(str(p) for p in paths):

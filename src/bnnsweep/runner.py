@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from . import datasets
+from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
-from .results import cell_dataset, write_netcdf_atomic
+from .results import cell_content, write_netcdf_atomic
 from .sweep import Cell, cell_from_spec, code_version
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
@@ -76,20 +76,20 @@ def _no_result(split: Split, err: BaseException) -> FitResult:
     return result
 
 
-def _dataset(
+def _content(
     cell: Cell, result: FitResult, split: Split, settings, log, cpu_s: float
-) -> xr.Dataset:
+) -> CellContent:
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    ds = cell_dataset(
+    content = cell_content(
         result, split, cell, dataclasses.asdict(settings), code_version(cell.method_name)
     )
     # the fit's CPU time (this process, all threads): what benchmarks set against a run's
     # total CPU time; an attribute, since it differs between runs of the same cell
-    ds.attrs["fit_cpu_s"] = cpu_s
-    return ds
+    content.attrs["fit_cpu_s"] = cpu_s
+    return content
 
 
-def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
+def fit_cell(cell: Cell, data_path=None, log=print) -> CellContent:
     method = get_method(cell.method_name)
     settings = method.settings(cell.settings)
     split = load_split(cell, data_path)
@@ -102,12 +102,12 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> xr.Dataset:
     except NUMERICAL_ERRORS as err:
         result = _no_result(split, err)
     result.runtime_s = time.perf_counter() - start
-    return _dataset(cell, result, split, settings, log, time.process_time() - cpu)
+    return _content(cell, result, split, settings, log, time.process_time() - cpu)
 
 
 def fit_many_cells(
     cells: list[Cell], data_paths: list, log=print, cell_logs: list | None = None
-) -> list[xr.Dataset]:
+) -> list[CellContent]:
     """Cells of one method with equal settings (apart from split and seed), fitted as one
     vectorised batch by the method's ``fit_many``; each keeps its own random stream
     (``Cell.rng``), so its numbers are those of a fit of its own. ``runtime_s`` of each is
@@ -132,7 +132,7 @@ def fit_many_cells(
     out = []
     for cell, split, result, cell_log in zip(cells, splits, results, cell_logs, strict=True):
         result.runtime_s = elapsed
-        out.append(_dataset(cell, result, split, settings, cell_log, cpu))
+        out.append(_content(cell, result, split, settings, cell_log, cpu))
     return out
 
 
@@ -146,12 +146,15 @@ def remove_stale_temporaries(output: str | Path) -> list[Path]:
     return stale
 
 
-def write_result(ds: xr.Dataset, output: str | Path) -> Path:
-    """Write ``ds`` atomically to ``output``; any failure becomes a WriteError that names the
-    file and, where the system says so, the reason (full disk, permissions)."""
+def write_result(ds, output: str | Path) -> Path:
+    """Write a cell's ``CellContent`` or an ``xr.Dataset`` (a merged file) atomically to
+    ``output``; any failure becomes a WriteError that names the file and, where the system
+    says so, the reason (full disk, permissions)."""
     output = Path(output)
     remove_stale_temporaries(output)
     try:
+        if isinstance(ds, CellContent):
+            return write_cell_atomic(ds, output)
         return write_netcdf_atomic(ds, output)
     except (OSError, RuntimeError) as err:
         raise WriteError(f"cannot write {output}{_write_hint(err, output)}: {err}") from err

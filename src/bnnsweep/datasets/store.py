@@ -15,12 +15,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
+from ..cell_writer import write_atomic
 from .base import Dataset, DatasetError, Split
 
 FORMAT = "bnnsweep-dataset-1"
@@ -63,7 +62,8 @@ def _check_columns(split: Split) -> None:
 
 
 def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
-    """Write ``dataset`` to ``path`` (temporary file in the same folder, then rename)."""
+    """Write ``dataset`` to ``path`` (temporary file in the same folder, then rename;
+    netCDF4 directly, as xarray would write it with no fill value)."""
     path = Path(path)
     data_vars = {}
     for split_name, split in dataset.splits.items():
@@ -83,40 +83,47 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
         "metadata": metadata,
         "sha256": checksum(dataset.splits),
     }
-    ds = xr.Dataset(data_vars, attrs=attrs)
-    encoding = {name: {"zlib": True, "complevel": 4, "_FillValue": None} for name in data_vars}
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp_name, engine="netcdf4", format="NETCDF4", encoding=encoding)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-    return path
+    import netCDF4
+
+    def write(tmp: str) -> None:
+        with netCDF4.Dataset(tmp, "w", format="NETCDF4") as nc:
+            for name, (dims, values) in data_vars.items():
+                for dim, n in zip(dims, values.shape, strict=True):
+                    if dim not in nc.dimensions:
+                        nc.createDimension(dim, n)
+                var = nc.createVariable(name, "f8", dims, zlib=True, complevel=4, shuffle=True)
+                var[...] = values
+            for key, value in attrs.items():
+                nc.setncattr(key, value)
+        os.chmod(tmp, 0o644)
+
+    return write_atomic(path, write)
 
 
 def load_netcdf(path: str | Path) -> Dataset:
-    """Read a file written by :func:`save_netcdf`; errors name the file."""
+    """Read a file written by :func:`save_netcdf` (netCDF4 directly: a fit job needs no
+    xarray); errors name the file."""
+    import netCDF4
+
     path = Path(path)
     try:
-        with xr.open_dataset(
-            path, engine="netcdf4", mask_and_scale=False, decode_times=False
-        ) as ds:
-            if ds.attrs.get("bnnsweep_format") != FORMAT:
+        with netCDF4.Dataset(path) as nc:
+            nc.set_auto_maskandscale(False)
+            attrs = {name: nc.getncattr(name) for name in nc.ncattrs()}
+            if attrs.get("bnnsweep_format") != FORMAT:
                 raise DatasetError(f"not a bnnsweep dataset file ({FORMAT})")
-            split_names = json.loads(ds.attrs["split_names"])
-            metadata = json.loads(ds.attrs["metadata"])
-            name = str(ds.attrs["dataset_name"])
+            split_names = json.loads(attrs["split_names"])
+            metadata = json.loads(attrs["metadata"])
+            name = str(attrs["dataset_name"])
             splits = {}
             for split_name in split_names:
                 fields = {
-                    field: np.array(ds[f"{field}__{split_name}"].values, dtype=np.float64)
+                    field: np.array(nc[f"{field}__{split_name}"][...], dtype=np.float64)
                     for field in _FIELDS
                 }
                 splits[split_name] = Split(split_name, **fields)
                 _check_columns(splits[split_name])
-            recorded = ds.attrs.get("sha256")
+            recorded = attrs.get("sha256")
             if recorded is not None and recorded != checksum(splits):
                 raise DatasetError(
                     "checksum mismatch: the arrays differ from those written by "
@@ -124,6 +131,6 @@ def load_netcdf(path: str | Path) -> Dataset:
                 )
     except DatasetError as exc:
         raise DatasetError(f"{path}: {exc}") from exc
-    except (OSError, KeyError, ValueError) as exc:
+    except (OSError, KeyError, ValueError, IndexError, RuntimeError) as exc:
         raise DatasetError(f"{path}: cannot read dataset file ({exc})") from exc
     return Dataset(name=name, splits=splits, metadata=metadata)

@@ -16,11 +16,22 @@ shape (S,) for one chain or (C, S) for C chains, and every function returns a fl
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
-from arviz_stats.base import array_stats
 
 ESS_METHODS = ("bulk", "tail")
 TAIL_PROB = 0.05
+
+
+@cache
+def _array_stats():
+    """``arviz_stats.base.array_stats``, imported on first use: the import (scipy.signal and
+    scipy.stats among it) takes about a second, which every process that merely registers
+    the MCMC methods (the Snakefile, ``bnnsweep plan``) would otherwise pay."""
+    from arviz_stats.base import array_stats
+
+    return array_stats
 
 
 def _chains(trace) -> np.ndarray:
@@ -44,8 +55,8 @@ def effective_sample_size(trace, method: str = "bulk") -> float:
     if np.ptp(x) == 0.0:
         return float(C * S)
     if method == "tail":
-        return float(array_stats.ess(x, method="tail", prob=TAIL_PROB))
-    return float(array_stats.ess(x, method="bulk"))
+        return float(_array_stats().ess(x, method="tail", prob=TAIL_PROB))
+    return float(_array_stats().ess(x, method="bulk"))
 
 
 def tail_effective_sample_size(trace) -> float:
@@ -62,4 +73,4 @@ def split_rhat(trace) -> float:
         return float("nan")
     if np.ptp(x) == 0.0:
         return 1.0
-    return float(array_stats.rhat(x, method="rank"))
+    return float(_array_stats().rhat(x, method="rank"))

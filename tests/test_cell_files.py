@@ -1,0 +1,160 @@
+"""Cell files written and read without xarray are the files and Datasets xarray gives.
+
+``cell_writer.write_cell_atomic`` writes what ``xr.Dataset.to_netcdf`` writes (variable by
+variable: type, dimensions, attributes, compression, values), and ``cell_reader.read_cell``
+reads what ``xr.open_dataset(...).load()`` reads, for cells of every kind of variable the
+methods write and for files it does not decode itself."""
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+from bnnsweep.cell_reader import read_cell
+from bnnsweep.cell_writer import CellContent, variable, write_cell_atomic
+from bnnsweep.results import merge_cells, write_netcdf_atomic
+
+FAST_SETTINGS = {
+    "map": {"hidden": 2, "restarts": 1, "max_iter": 20},
+    "laplace": {"hidden": 2, "restarts": 1, "max_iter": 20, "cycles": 2},
+    "exact": {"hidden": 0},
+    "vi_gauss": {"hidden": 2, "restarts": 2, "outer_iter": 2, "max_iter": 10},
+    "vi_mixture": {"hidden": 2, "restarts": 1, "outer_iter": 2, "max_iter": 10, "components": 2},
+    "pbp": {"hidden": 3, "epochs": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def method_cells():
+    """Cells of map, laplace, exact, the variational methods and pbp: traces along restart,
+    group, component and epoch dimensions, string and boolean diagnostics."""
+    from bnnsweep.runner import fit_cell
+    from bnnsweep.sweep import Cell
+
+    cells = {}
+    for method, settings in FAST_SETTINGS.items():
+        axes = (("hidden", settings["hidden"]),)
+        if method == "vi_mixture":
+            axes += (("components", 2),)
+        cell = Cell("m", "toy_sine", "default", method, method, 0, axes, settings)
+        cells[method] = fit_cell(cell, log=lambda m: None)
+    return cells
+
+
+def opened(path) -> xr.Dataset:
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
+
+
+def assert_same(a: xr.Dataset, b: xr.Dataset) -> None:
+    assert a.identical(b)
+    assert list(a.variables) == list(b.variables)
+    for name, var in b.variables.items():
+        assert a[name].dtype == var.dtype, name
+    assert set(a.coords) == set(b.coords)
+    assert {k: type(v) for k, v in a.attrs.items()} == {k: type(v) for k, v in b.attrs.items()}
+
+
+def every_encoding() -> CellContent:
+    """One variable of each kind a cell holds: floats with NaN, integers, an int8 trace, a
+    boolean and a string diagnostic, string and integer dimension coordinates, scalar sweep
+    coordinates, a dimension without labels."""
+    return CellContent(
+        {
+            "pred_mean": variable([[1.5], [np.nan]], ("test_point", "output"), {"units": "1"}),
+            "n_train": variable(np.int64(30), (), {"long_name": "number of training cases"}),
+            "restart_converged": variable(np.array([1, 0, 1], dtype=np.int8), ("restart",)),
+            "diag_flag": variable(True),
+            "diag_structure": variable("1x3x1"),
+            "alpha_mean": variable([0.1, np.nan, 3.0], ("group",)),
+            "retained": variable(np.array(["a", "bcd"], dtype=object), ("kept",)),
+            "runtime_s": variable(1.25, (), {"long_name": "wall time of the fit", "units": "s"}),
+        },
+        {
+            "experiment": variable("toy"),
+            "seed": variable(np.int64(3)),
+            "group": variable(["input-hidden", "hidden bias", "hidden-output"], ("group",)),
+            "epoch": variable(np.arange(1, 4), ("epoch",)),
+        },
+        {"title": "bnnsweep cell x", "seed": 3, "fit_cpu_s": 0.5, "Conventions": "CF-1.8"},
+    )
+
+
+def netcdf_layout(path) -> dict:
+    """Everything netCDF4 sees in a file: dimensions, global attributes, and per variable
+    its type, dimensions, attributes, filters, chunking and values."""
+    with netCDF4.Dataset(path) as nc:
+        nc.set_auto_maskandscale(False)
+        out = {"dims": {d: len(v) for d, v in nc.dimensions.items()}}
+        out["attrs"] = {k: repr(nc.getncattr(k)) for k in nc.ncattrs()}
+        for name, var in nc.variables.items():
+            values = var[...]
+            out[name] = (
+                str(var.dtype),
+                var.dimensions,
+                {k: repr(var.getncattr(k)) for k in var.ncattrs()},
+                var.filters(),
+                var.chunking(),
+                repr(np.asarray(values, dtype=object).tolist()),
+            )
+        out["order"] = list(nc.variables)
+    return out
+
+
+def test_every_encoding_a_cell_uses_is_written_and_read_as_xarray_does(tmp_path):
+    content = every_encoding()
+    ours = write_cell_atomic(content, tmp_path / "ours.nc")
+    theirs = write_netcdf_atomic(content.to_dataset(), tmp_path / "xarray.nc")
+    assert netcdf_layout(ours) == netcdf_layout(theirs)
+    assert_same(read_cell(ours), opened(theirs))
+    assert opened(ours).identical(content.to_dataset())
+
+
+def test_cells_of_every_fast_method_are_written_as_xarray_writes_them(tmp_path, method_cells):
+    for method, content in method_cells.items():
+        ours = write_cell_atomic(content, tmp_path / f"{method}_ours.nc")
+        theirs = write_netcdf_atomic(content.to_dataset(), tmp_path / f"{method}_xarray.nc")
+        assert netcdf_layout(ours) == netcdf_layout(theirs), method
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        xr.Variable(("t",), np.array([1, -1], dtype=np.int64), encoding={"_FillValue": -1}),
+        xr.Variable(("t",), np.array([1.0, 2.0]), {"units": "days since 2000-01-01"}),
+        xr.Variable(("t",), np.array([1.0, 2.0]), {"units": "seconds"}),
+        xr.Variable(("t",), np.array([1.0, 2.0]), encoding={"scale_factor": 0.5}),
+        xr.Variable(("t",), np.array([1.0, 9.0]), encoding={"_FillValue": 9.0}),
+    ],
+    ids=["int-fill", "times", "timedeltas", "scaled", "other-fill"],
+)
+def test_files_it_does_not_decode_fall_back_to_xarray(tmp_path, odd):
+    ds = every_encoding().to_dataset().assign(odd=odd)
+    path = tmp_path / "odd.nc"
+    ds.to_netcdf(path, engine="netcdf4")
+    assert_same(read_cell(path), opened(path))
+
+
+def test_cells_of_every_fast_method_read_and_merge_as_written(tmp_path, method_cells):
+    """Each cell file reads as xarray reads it, and each run of the merged file holds its
+    cell's values."""
+    paths = [write_cell_atomic(c, tmp_path / f"{m}.nc") for m, c in method_cells.items()]
+    cells = {}
+    for path in paths:
+        cells[str(path)] = opened(path)
+        assert_same(read_cell(path), cells[str(path)])
+    merged = merge_cells(paths)
+    assert list(merged.cell_file.values) == sorted(
+        c.attrs["title"].removeprefix("bnnsweep cell ") for c in cells.values()
+    )
+    for run, path in enumerate(sorted(cells)):
+        cell = cells[path]
+        for name, var in cell.data_vars.items():
+            if name in ("x_test", "y_test"):
+                continue
+            got = merged[name].isel(run=run).values
+            got = got[tuple(slice(0, n) for n in var.shape)]
+            if var.dtype.kind in "fc":
+                np.testing.assert_array_equal(got.astype(float), var.values, err_msg=name)
+            else:
+                assert (got == var.values).all(), name
