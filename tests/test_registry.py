@@ -96,7 +96,8 @@ def _imported_after(code: str) -> dict:
         [sys.executable, "-c", code + "\nimport json, sys\n"
          "print(json.dumps({'methods': sorted(m for m in sys.modules"
          " if m.startswith('bnnsweep.methods.')), 'jax': 'jax' in sys.modules,"
-         " 'matplotlib': 'matplotlib' in sys.modules}))"],
+         " 'matplotlib': 'matplotlib' in sys.modules,"
+         " 'xarray': 'xarray' in sys.modules or 'pandas' in sys.modules}))"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(out.stdout.splitlines()[-1])
@@ -108,12 +109,15 @@ def test_get_method_imports_only_that_methods_module():
         "methods": ["bnnsweep.methods.map_early_stopping"],
         "jax": False,
         "matplotlib": False,
+        "xarray": False,
     }
     seen = _imported_after("from bnnsweep.methods import get_method; get_method('pbp')")
     assert seen["methods"] == ["bnnsweep.methods.adf"] and seen["jax"]
 
 
-def test_fitting_a_numpy_method_loads_neither_jax_nor_figures(tmp_path):
+def test_fitting_a_numpy_method_loads_neither_jax_nor_figures_nor_xarray(tmp_path):
+    """A fit job's start-up is imports: jax (a second), xarray and pandas (0.7 s) only where
+    the method needs them, which no fit does for xarray and pandas."""
     out = tmp_path / "cell.nc"
     seen = _imported_after(
         "from bnnsweep.cli import main\n"
@@ -126,6 +130,7 @@ def test_fitting_a_numpy_method_loads_neither_jax_nor_figures(tmp_path):
         "methods": ["bnnsweep.methods.map_early_stopping"],
         "jax": False,
         "matplotlib": False,
+        "xarray": False,
     }
 
 
