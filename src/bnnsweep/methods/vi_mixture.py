@@ -37,9 +37,10 @@ from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
 from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from ..models.vi_family import GaussianFamily
-from . import Method, no_work_model, register
+from . import Method, Work, register
 from .laplace import mixture_moments
 from .vi_gauss import (
+    VI_CALL_S,
     GaussianBound,
     GaussianFit,
     VariationalSettings,
@@ -300,6 +301,16 @@ def fit(
     return result
 
 
+def work(s: VIMixtureSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
+    """Cost model: the one-component restarts as ``vi_gauss`` diag, then every outer iteration
+    runs the smoothing and the component L-BFGS to ``max_iter`` evaluations over all M
+    components at once (``batch``); a bound far above a fit's evaluations, like vi_gauss's."""
+    singles = s.restarts * s.outer_iter * s.max_iter
+    mixture = s.outer_iter * 2 * s.max_iter
+    held = s.components * n_weights * 4
+    return Work(singles + mixture, batch=4 * s.components, floats_held=held, call_s=VI_CALL_S)
+
+
 register(
     Method(
         "vi_mixture",
@@ -308,6 +319,6 @@ register(
         ("hidden", "components"),
         "variational mixture of diagonal Gaussians with the mutual-information bound and Gamma "
         "hyper-posteriors; lower bound on ln p(D) (paper 000 sec. 3.3, thesis sec. 5.4.3)",
-        work=no_work_model,
+        work=work,
     )
 )
