@@ -17,7 +17,13 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..engines.adf import likelihoods as lik
-from ..engines.adf.filter import FilterConfig, FilterState, compiled_epoch, output_moments
+from ..engines.adf.filter import (
+    FilterConfig,
+    FilterState,
+    batched_output_moments,
+    compiled_epoch,
+    output_moments,
+)
 from ..engines.adf.network import Architecture
 from ..engines.adf.updates import PriorSites
 from ..jax_runtime import jax, jnp, key_from_rng
@@ -167,6 +173,11 @@ class ADF:
             x[r, : self.n_train[r]] = s.x_train
             y[r, : self.n_train[r]] = s.y_train
         self.x, self.y = jnp.asarray(x), jnp.asarray(y)
+        self.n_test = np.array([s.x_test.shape[0] for s in splits])
+        x_test = np.zeros((R, int(self.n_test.max()), n_in))
+        for r, s in enumerate(splits):
+            x_test[r, : self.n_test[r]] = s.x_test
+        self.x_test = jnp.asarray(x_test)
         self.state = self._initial_state(R)
 
     def _initial_state(self, R: int) -> FilterState:
@@ -225,6 +236,11 @@ class ADF:
     def predict(self, r: int, x: np.ndarray, y: np.ndarray, rng) -> dict:
         """Predictive summaries at inputs x for replicate r, with log p(y | x) per point."""
         nu, psi = self.output_moments(r, x)
+        return self.summarise(r, nu, psi, y, rng)
+
+    def summarise(self, r: int, nu: np.ndarray, psi: np.ndarray, y: np.ndarray, rng) -> dict:
+        """Predictive summaries of replicate r from its output moments (nu, psi) at the
+        inputs of the targets y, with log p(y | x) per point."""
         name = self.likelihood
         if name == "gaussian":
             var = psi + float(self.state.noise_var[r])
@@ -250,12 +266,21 @@ class ADF:
             "logpred": logpred,
         }
 
-    def test_scores(self, r: int, rng) -> tuple[float, float]:
-        """(test error, test log-likelihood) in original units for the epoch trace, scored by
+    def test_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Output moments (nu, psi) of every replicate at its own test inputs, (R, T, P)
+        padded to the longest test set, in one compiled call."""
+        st = self.state
+        nu, psi = batched_output_moments(st.means, st.variances, self.x_test)
+        return np.asarray(nu), np.asarray(psi)
+
+    def test_scores(self, r: int, rng, nu: np.ndarray, psi: np.ndarray) -> tuple[float, float]:
+        """(test error, test log-likelihood) in original units for the epoch trace, from
+        replicate r's test moments (nu, psi) (``test_moments``), scored by
         :mod:`bnnsweep.metrics` as the cell's own metrics are: RMSE for gaussian, error rate
         for probit/softmax, mean absolute deviation for counts."""
         split = self.splits[r]
-        pred = self.predict(r, split.x_test, split.y_test, rng)
+        T = self.n_test[r]
+        pred = self.summarise(r, nu[:T], psi[:T], split.y_test, rng)
         if self.likelihood == "gaussian":
             mean, var = unstandardise(pred["mean"], pred["var"], split.y_mean, split.y_scale)
             y = split.y_test * split.y_scale + split.y_mean
@@ -275,8 +300,10 @@ class ADF:
         for e in range(s.epochs):
             self.epoch()
             if s.trace_test:
+                nu, psi = self.test_moments()
                 for r in range(R):
-                    trace_err[r, e], trace_ll[r, e] = self.test_scores(r, self.rngs[r])
+                    scores = self.test_scores(r, self.rngs[r], nu[r], psi[r])
+                    trace_err[r, e], trace_ll[r, e] = scores
             scores = (
                 f": test error {np.mean(trace_err[:, e]):.4g}, test loglik "
                 f"{np.mean(trace_ll[:, e]):.4g} (mean over {R} replicates)"

@@ -161,3 +161,11 @@ def output_moments(means, variances, x):
     """Predictive output moments (nu, psi) (T, P) of one replicate at inputs x (T, I)
     (eq. 7-8)."""
     return forward(means, variances, x)
+
+
+@jax.jit
+def batched_output_moments(means, variances, x):
+    """``output_moments`` of every replicate at once: a leading replicate axis on every
+    array, inputs x (R, T, I) padded to the longest test set (padded rows are computed and
+    ignored; every row is independent of the others)."""
+    return jax.vmap(forward)(means, variances, x)
