@@ -114,15 +114,9 @@ def _var(values, dims, name):
     return variable(values, dims, {"long_name": long_name, "units": units})
 
 
-def cell_dataset(
-    result: FitResult,
-    split: Split,
-    cell: Cell,
-    resolved_settings: dict | None = None,
-    code_version: str = "",
-) -> xr.Dataset:
-    """``cell_content`` as an ``xr.Dataset``."""
-    return cell_content(result, split, cell, resolved_settings, code_version).to_dataset()
+def cell_dataset(*args, **kwargs) -> xr.Dataset:
+    """``cell_content`` (same arguments) as an ``xr.Dataset``."""
+    return cell_content(*args, **kwargs).to_dataset()
 
 
 def cell_content(
