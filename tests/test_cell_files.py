@@ -158,3 +158,23 @@ def test_cells_of_every_fast_method_read_and_merge_as_written(tmp_path, method_c
                 np.testing.assert_array_equal(got.astype(float), var.values, err_msg=name)
             else:
                 assert (got == var.values).all(), name
+
+
+def test_merged_runs_come_in_natural_order(tmp_path, method_cells):
+    """h2 before h12, split-2 before split-10: numbers in file names sort as numbers."""
+    from bnnsweep.results import natural_order
+
+    names = ["h12_split-2", "h1_split-10", "h2_split-10", "h1_split-2"]
+    assert sorted(names, key=natural_order) == [
+        "h1_split-2",
+        "h1_split-10",
+        "h2_split-10",
+        "h12_split-2",
+    ]
+    content = method_cells["map"]
+    paths = []
+    for h in (12, 2, 1):
+        named = CellContent(content.data_vars, content.coords, dict(content.attrs))
+        named.attrs["title"] = f"bnnsweep cell h{h}"
+        paths.append(write_cell_atomic(named, tmp_path / f"h{h}.nc"))
+    assert list(merge_cells(paths).cell_file.values) == ["h1", "h2", "h12"]

@@ -14,6 +14,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import subprocess
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -278,8 +279,15 @@ def _run_dataset(ds: xr.Dataset, drop, path, test_set_index: int) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
+def natural_order(path: str) -> list:
+    """Sort key reading each run of digits as a number, so that the runs of a merged file
+    come out as h1, h2, ..., h12 and split-2 before split-10, not in character order."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
 def merge_cells(paths) -> xr.Dataset:
-    """Concatenate cell files along ``run``; sweep coordinates become coordinates of ``run``.
+    """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
+    coordinates become coordinates of ``run``.
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
     Axes a method does not use hold their 'not applicable' value (``axes.AXES``).
@@ -293,7 +301,7 @@ def merge_cells(paths) -> xr.Dataset:
 
     datasets = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
-    for path in sorted(str(p) for p in paths):
+    for path in sorted((str(p) for p in paths), key=natural_order):
         ds = read_cell(path)
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
