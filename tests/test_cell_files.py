@@ -178,3 +178,23 @@ def test_merged_runs_come_in_natural_order(tmp_path, method_cells):
         named.attrs["title"] = f"bnnsweep cell h{h}"
         paths.append(write_cell_atomic(named, tmp_path / f"h{h}.nc"))
     assert list(merge_cells(paths).cell_file.values) == ["h1", "h2", "h12"]
+
+
+def test_a_fit_ends_with_a_summary_line(tmp_path):
+    """``bnnsweep fit`` prints the status, the evidence and the test metrics of the cell it
+    wrote (to the terminal, and to its log file when it has one)."""
+    import subprocess
+    import sys
+
+    out, log = tmp_path / "cell.nc", tmp_path / "fit.log"
+    args = ["fit", "--dataset", "toy_sine", "--method", "laplace", "--hidden", "2"]
+    args += ["--set", "restarts=1", "--set", "max_iter=50", "--output", str(out), "--log", str(log)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.strip().splitlines()
+    assert line.startswith("adhoc/cells/toy_sine/laplace/h2_split-default_seed-0: status ok")
+    assert "ln p(D) " in line and "(laplace)" in line and "test_rmse" in line
+    assert line.endswith(f"-> {out}")
+    assert log.read_text().strip().splitlines()[-1] == line

@@ -45,6 +45,19 @@ def _logger(path: str | None):
     return log
 
 
+def _reporter(log_path, log):
+    """Where a fit's one-line summary goes: the terminal, and the log file when there is
+    one."""
+    if not log_path:
+        return log
+
+    def report(msg):
+        print(msg, flush=True)
+        log(msg)
+
+    return report
+
+
 def cmd_fit(args) -> int:
     from .methods import get_method
     from .runner import fit_cell_to_file
@@ -74,7 +87,8 @@ def cmd_fit(args) -> int:
         tuple(axes),
         settings,
     )
-    fit_cell_to_file(cell, args.output, args.data, _logger(args.log))
+    log = _logger(args.log)
+    fit_cell_to_file(cell, args.output, args.data, log, report=_reporter(args.log, log))
     return 0
 
 
@@ -133,8 +147,9 @@ def cmd_fit_batch(args) -> int:
         raise FileNotFoundError(f"batch spec {args.spec!r} does not exist") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"batch spec {args.spec!r} is not valid JSON: {err}") from None
-    counts = fit_batch(spec, _logger(args.log))
-    _logger(args.log)(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
+    log = _logger(args.log)
+    counts = fit_batch(spec, log, report=_reporter(args.log, log))
+    log(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
     return 0
 
 

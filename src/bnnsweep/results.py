@@ -208,6 +208,28 @@ def cell_content(
     )
 
 
+def cell_summary(content: CellContent) -> str:
+    """One line on a fitted cell: status, log evidence (its kind, with its s.e. where there
+    is one), the test metrics and the fit's wall time."""
+    values = {name: var[1] for name, var in content.data_vars.items()}
+
+    def number(name):
+        value = values.get(name)
+        return float(value) if value is not None and np.isfinite(value) else None
+
+    parts = [f"status {values['status'].item()}"]
+    evidence, se = number("log_evidence"), number("log_evidence_se")
+    if evidence is not None:
+        kind = values["log_evidence_kind"].item()
+        error = f" +- {se:.2f}" if se is not None else ""
+        parts.append(f"ln p(D) {evidence:.2f}{error} ({kind})")
+    for name in ("test_rmse", "test_error_rate", "test_mad", "test_loglik"):
+        if (value := number(name)) is not None:
+            parts.append(f"{name} {value:.4g}")
+    parts.append(f"fit {number('runtime_s') or 0.0:.1f} s")
+    return ", ".join(parts)
+
+
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write an ``xr.Dataset`` atomically (``cell_writer.write_atomic``), numeric data
     variables with dimensions zlib-compressed."""

@@ -19,7 +19,7 @@ from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
-from .results import cell_content, write_netcdf_atomic
+from .results import cell_content, cell_summary, write_netcdf_atomic
 from .sweep import Cell, cell_from_spec, code_version
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
@@ -178,8 +178,14 @@ def _write_hint(err: BaseException, output: Path) -> str:
     return f" ({reason}{space})" if reason else f" ({space[2:]})" if space else ""
 
 
-def fit_cell_to_file(cell: Cell, output, data_path=None, log=print) -> Path:
-    return write_result(fit_cell(cell, data_path, log), output)
+def fit_cell_to_file(cell: Cell, output, data_path=None, log=print, report=None) -> Path:
+    """Fit ``cell`` and write its file; ``report`` (e.g. ``print``) gets the cell's
+    one-line summary (``results.cell_summary``)."""
+    content = fit_cell(cell, data_path, log)
+    path = write_result(content, output)
+    if report is not None:
+        report(f"{cell.path_id}: {cell_summary(content)} -> {path}")
+    return path
 
 
 # --- a batch of cells in one process ------------------------------------------------------
@@ -229,7 +235,7 @@ def _cell_logger(path: str | None, batch_log):
     return log
 
 
-def fit_batch(spec: dict, log=print) -> dict[str, int]:
+def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
     """Fit the cells of a batch spec (``{"vectorise": bool, "cells": [{"cell": cell spec,
     "output": path, "data": path or None, "log": path or None}, ...]}``) in this process and
     write each cell's own file atomically as soon as it is done.
@@ -237,7 +243,9 @@ def fit_batch(spec: dict, log=print) -> dict[str, int]:
     Cells whose file is already current (``is_current``) are skipped, so a batch killed
     half-way and started again fits only the rest. With ``vectorise``, cells of one method,
     dataset and settings run as one ``fit_many`` (when the method has it); the others one
-    after another. Returns counts of cells ``fitted`` and ``skipped``.
+    after another. ``report`` (e.g. ``print``) gets a line per fitted cell: its place in
+    the batch and its summary (``results.cell_summary``). Returns counts of cells
+    ``fitted`` and ``skipped``.
     """
     entries = [dict(e, cell=cell_from_spec(e["cell"])) for e in spec["cells"]]
     check_code = spec.get("code_reruns", True)
@@ -246,6 +254,7 @@ def fit_batch(spec: dict, log=print) -> dict[str, int]:
         if e not in todo:
             log(f"{e['cell'].path_id}: current file {e['output']} kept")
     groups: dict[tuple, list[dict]] = {}
+    fitted = 0
     for e in todo:
         cell = e["cell"]
         many = spec.get("vectorise") and get_method(cell.method_name).fit_many is not None
@@ -259,13 +268,18 @@ def fit_batch(spec: dict, log=print) -> dict[str, int]:
                 log,
                 [_cell_logger(e.get("log"), log) for e in group],
             )
-            for e, ds in zip(group, datasets_, strict=True):
-                write_result(ds, e["output"])
+            done = list(zip(group, datasets_, strict=True))
         else:
             e = group[0]
             cell_log = _cell_logger(e.get("log"), log)
-            write_result(fit_cell(e["cell"], e.get("data"), cell_log), e["output"])
-    return {"fitted": len(todo), "skipped": len(entries) - len(todo)}
+            done = [(e, fit_cell(e["cell"], e.get("data"), cell_log))]
+        for e, content in done:
+            write_result(content, e["output"])
+            fitted += 1
+            if report is not None:
+                summary = cell_summary(content)
+                report(f"[{fitted}/{len(todo)}] {e['cell'].path_id}: {summary}")
+    return {"fitted": fitted, "skipped": len(entries) - len(todo)}
 
 
 def json_key(settings: dict) -> str:
