@@ -188,24 +188,30 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser("fit", help="fit one cell and write its NetCDF file")
-    fit.add_argument("--dataset", required=True)
-    fit.add_argument("--method", required=True)
+    fit.add_argument(
+        "--dataset", required=True, help="a registered dataset (bnnsweep list datasets)"
+    )
+    fit.add_argument("--method", required=True, help="a registered method (bnnsweep list methods)")
     for axis in AXES.values():
         fit.add_argument(f"--{axis.name}", type=axis.type, help=f"sweep axis: {axis.valid}")
-    fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--split", default="default")
+    fit.add_argument("--seed", type=int, default=0, help="random seed of the fit (default 0)")
+    fit.add_argument(
+        "--split", default="default", help="the dataset's split to fit (default: default)"
+    )
     fit.add_argument("--set", action="append", metavar="KEY=VALUE", help="a method setting")
     fit.add_argument("--settings-json", help="method settings as one JSON object")
-    fit.add_argument("--experiment", default="adhoc")
+    fit.add_argument("--experiment", default="adhoc", help="experiment name recorded in the file")
     fit.add_argument("--label", help="method label recorded in the file (default: the method)")
     fit.add_argument("--data", help="prepared dataset file (default: load from the registry)")
-    fit.add_argument("--log", help="append progress to this file instead of stdout")
-    fit.add_argument("--output", required=True)
+    fit.add_argument(
+        "--log", help="append progress to this file (the summary line still goes to stdout)"
+    )
+    fit.add_argument("--output", required=True, help="the cell file (NetCDF) to write")
     fit.set_defaults(func=cmd_fit)
 
     prep = sub.add_parser("prepare", help="materialise a dataset (splits included) as NetCDF")
-    prep.add_argument("--dataset", required=True)
-    prep.add_argument("--output", required=True)
+    prep.add_argument("--dataset", required=True, help="a registered dataset")
+    prep.add_argument("--output", required=True, help="the prepared dataset file (NetCDF)")
     prep.set_defaults(func=cmd_prepare)
 
     lst = sub.add_parser("list", help="registered datasets or methods with their settings")
@@ -213,19 +219,19 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(func=cmd_list)
 
     merge = sub.add_parser("merge", help="merge cell files along a run dimension")
-    merge.add_argument("inputs", nargs="*")
+    merge.add_argument("inputs", nargs="*", help="cell files to merge")
     merge.add_argument("--list-file", help="file listing cell files, whitespace separated")
-    merge.add_argument("--output", required=True)
+    merge.add_argument("--output", required=True, help="the merged file (NetCDF)")
     merge.set_defaults(func=cmd_merge)
 
     fig = sub.add_parser("figure", help="draw a figure or table from a merged file")
-    fig.add_argument("kind")
-    fig.add_argument("--merged", required=True)
-    fig.add_argument("--output", required=True)
+    fig.add_argument("kind", help="figure or table name (bnnsweep.figures)")
+    fig.add_argument("--merged", required=True, help="an experiment's merged file")
+    fig.add_argument("--output", required=True, help="the figure (.png) or table (.md) to write")
     fig.set_defaults(func=cmd_figure)
 
     val = sub.add_parser("validate", help="validate a config file and count its cells")
-    val.add_argument("config")
+    val.add_argument("config", help="a workflow config file (YAML)")
     val.set_defaults(func=cmd_validate)
 
     batch = sub.add_parser(
@@ -238,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser(
         "plan", help="cells, batches, estimated core-hours and memory of a config, per method"
     )
-    plan.add_argument("config")
+    plan.add_argument("config", help="a workflow config file (YAML)")
     plan.add_argument(
         "--results",
         help="results directory whose cells calibrate the estimate (default: the config's)",
