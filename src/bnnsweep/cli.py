@@ -95,6 +95,14 @@ def cmd_fit(args) -> int:
 def cmd_prepare(args) -> int:
     from . import datasets
 
+    if args.spec:
+        from .datasets.user import register_user_datasets
+
+        try:
+            specs = json.loads(Path(args.spec).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"dataset spec {args.spec!r} is not readable JSON: {err}") from None
+        register_user_datasets(specs)
     datasets.save_netcdf(datasets.load(args.dataset), args.output)
     return 0
 
@@ -212,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     prep = sub.add_parser("prepare", help="materialise a dataset (splits included) as NetCDF")
     prep.add_argument("--dataset", required=True, help="a registered dataset")
     prep.add_argument("--output", required=True, help="the prepared dataset file (NetCDF)")
+    prep.add_argument(
+        "--spec", help="JSON file of the config's `datasets:` entries (a dataset of your own)"
+    )
     prep.set_defaults(func=cmd_prepare)
 
     lst = sub.add_parser("list", help="registered datasets or methods with their settings")

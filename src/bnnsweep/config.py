@@ -100,9 +100,14 @@ def validate(config: dict) -> dict:
 def expand(config: dict) -> list[Cell]:
     """All cells of a validated config; checks dataset, split and method names and settings."""
     from . import datasets
+    from .datasets.user import register_user_datasets
     from .methods import get_method
     from .methods import names as method_names
 
+    try:
+        register_user_datasets(config.get("datasets", {}))
+    except datasets.DatasetError as err:
+        raise ConfigError(str(err)) from None
     known = datasets.names()
     cells: list[Cell] = []
     for name, experiment in config["experiments"].items():

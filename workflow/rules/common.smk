@@ -44,3 +44,20 @@ def figure_code(kind):
     """Version of the code that draws a figure (a params value): editing it reruns that
     figure only."""
     return figure_code_version(kind) if CODE_RERUNS else ""
+
+
+def user_dataset_file(dataset):
+    """The file of a dataset of the user's own (config `datasets:`), so that changing it
+    prepares the dataset again; nothing for a registered one."""
+    spec = CONFIG.get("datasets", {}).get(dataset)
+    return [spec["file"]] if spec else []
+
+
+def user_dataset_option(dataset):
+    """`--spec FILE` for a dataset of the user's own: its config entry, written once under a
+    name that is the hash of its content."""
+    spec = CONFIG.get("datasets", {}).get(dataset)
+    if not spec:
+        return ""
+    path, _ = write_spec({dataset: spec}, f"{RESULTS}/datasets")
+    return f"--spec {path}"

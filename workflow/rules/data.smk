@@ -1,5 +1,10 @@
 rule prepare_data:
-    """Materialise a registered dataset (all splits, standardised) as NetCDF."""
+    """Materialise a dataset (all splits, standardised) as NetCDF: a registered one, or one
+    of the user's own from the config's `datasets:` section."""
+    input:
+        lambda wc: user_dataset_file(wc.dataset),
+    params:
+        spec=lambda wc: user_dataset_option(wc.dataset),
     output:
         f"{RESULTS}/data/{{dataset}}.nc",
     log:
@@ -10,4 +15,4 @@ rule prepare_data:
     conda:
         "../../envs/bnnsweep.yaml"
     shell:
-        "bnnsweep prepare --dataset {wildcards.dataset} --output {output} > {log} 2>&1"
+        "bnnsweep prepare --dataset {wildcards.dataset} {params.spec} --output {output} > {log} 2>&1"

@@ -1,0 +1,140 @@
+"""Datasets of a user's own from the config's `datasets:` section: split recipes, training-row
+standardisation, labels, errors that name the key, column or file, and a sweep end to end."""
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import yaml
+
+from bnnsweep import datasets
+from bnnsweep.config import ConfigError, expand, validate
+from bnnsweep.datasets.user import build_splits, register_user_datasets
+
+ROOT = Path(__file__).resolve().parents[1]
+YACHT = ROOT / "config" / "data" / "yacht.csv"
+
+
+def write_csv(path: Path, columns: dict) -> Path:
+    names = list(columns)
+    rows = zip(*columns.values(), strict=True)
+    path.write_text(",".join(names) + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+def spec(file, **extra):
+    out = {"file": str(file), "targets": ["residuary_resistance"], "task": "regression"}
+    out["splits"] = {"holdout": 0.1, "repeats": 3, "seed": 0}
+    out.update(extra)
+    return out
+
+
+def test_holdout_splits_standardise_on_training_rows_and_cover_the_file():
+    splits = build_splits(spec(YACHT), "yacht_a")
+    raw = np.loadtxt(YACHT, delimiter=",", skiprows=1)
+    assert list(splits) == ["0", "1", "2"]
+    for split in splits.values():
+        assert split.x_train.shape == (277, 6) and split.x_test.shape == (31, 6)
+        np.testing.assert_allclose(split.x_train.mean(axis=0), 0.0, atol=1e-12)
+        np.testing.assert_allclose(split.y_train.mean(), 0.0, atol=1e-12)
+        np.testing.assert_allclose(split.y_train.std(), 1.0, rtol=1e-12)
+        # back in original units, train and test rows are the file's rows, each once
+        y = np.concatenate([split.y_train, split.y_test])[:, 0] * split.y_scale + split.y_mean
+        np.testing.assert_allclose(np.sort(y), np.sort(raw[:, 6]), rtol=1e-12)
+    tests = [set(np.round(s.y_test[:, 0] * s.y_scale + s.y_mean, 9)) for s in splits.values()]
+    assert tests[0] != tests[1]  # each repeat draws its own test rows
+
+
+def test_kfold_tests_every_row_once(tmp_path):
+    n = 23
+    path = write_csv(tmp_path / "d.csv", {"a": np.arange(n), "t": np.arange(n) * 2.0})
+    splits = build_splits(
+        {"file": str(path), "targets": ["t"], "task": "regression", "splits": {"kfold": 4}},
+        "k",
+    )
+    assert list(splits) == ["0", "1", "2", "3"]
+    tested = np.concatenate([s.y_test[:, 0] * s.y_scale + s.y_mean for s in splits.values()])
+    np.testing.assert_allclose(np.sort(tested), np.arange(n) * 2.0, atol=1e-9)
+    assert sorted(len(s.y_test) for s in splits.values()) == [5, 6, 6, 6]
+
+
+def test_split_column_and_class_labels(tmp_path):
+    path = write_csv(
+        tmp_path / "c.csv",
+        {
+            "x": [0.1, 0.5, 0.9, 0.3, 0.7, 0.2],
+            "species": ["b", "a", "c", "a", "b", "c"],
+            "fold": ["one", "one", "two", "two", "two", "one"],
+        },
+    )
+    recipe = {"file": str(path), "targets": ["species"], "task": "multiclass"}
+    splits = build_splits({**recipe, "splits": {"column": "fold"}}, "c")
+    assert list(splits) == ["one", "two"]
+    assert splits["one"].y_test[:, 0].tolist() == [1.0, 0.0, 2.0]  # a, b, c numbered 0, 1, 2
+    assert splits["one"].y_scale.tolist() == [1.0]
+    with pytest.raises(datasets.DatasetError, match="binary target 'species' has 3 distinct"):
+        build_splits({**recipe, "task": "binary", "splits": {"column": "fold"}}, "c")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"targets": ["resistance"]}, "no target column 'resistance' in the file; columns:"),
+        ({"inputs": ["froude"]}, "no input column 'froude'"),
+        ({"file": "/nonexistent/d.csv"}, "file '/nonexistent/d.csv' does not exist"),
+        ({"splits": {"holdout": 0.001}}, "leaves no train or test row"),
+        ({"inputs": ["residuary_resistance"]}, "is both an input and a target"),
+    ],
+)
+def test_bad_entries_name_the_key_and_column(change, message):
+    with pytest.raises(datasets.DatasetError, match=message) as err:
+        build_splits({**spec(YACHT), **change}, "bad")
+    assert "config key 'datasets.bad'" in str(err.value)
+
+
+def test_a_registered_name_is_refused_and_an_unchanged_entry_registers_once():
+    with pytest.raises(datasets.DatasetError, match="taken by a registered dataset"):
+        register_user_datasets({"yacht": spec(YACHT)})
+    entry = spec(YACHT, splits={"kfold": 3})
+    assert register_user_datasets({"yacht_twice": entry}) == ["yacht_twice"]
+    assert register_user_datasets({"yacht_twice": entry}) == ["yacht_twice"]
+    assert datasets.describe("yacht_twice")["split_names"] == ["0", "1", "2"]
+
+
+def test_config_errors_are_config_errors():
+    config = yaml.safe_load((ROOT / "config" / "user_dataset.yaml").read_text())
+    config["datasets"]["yacht_csv"]["file"] = str(YACHT)
+    config["datasets"]["yacht_csv"]["targets"] = ["nope"]
+    with pytest.raises(ConfigError, match="datasets.yacht_csv.*no target column 'nope'"):
+        expand(validate(config))
+    config["datasets"]["yacht_csv"]["splits"] = {"holdout": 0.1, "kfold": 3}
+    with pytest.raises(ConfigError, match="datasets.yacht_csv.splits"):
+        validate(config)
+
+
+def test_the_example_sweep_runs_from_its_csv(tmp_path):
+    """config/user_dataset.yaml (its CSV given by absolute path), the closed-form method
+    only: prepared with the file's checksum, fitted on every split, merged and tabled."""
+    from bnnsweep.workflow_run import snakemake_command
+
+    config = yaml.safe_load((ROOT / "config" / "user_dataset.yaml").read_text())
+    config["datasets"]["yacht_csv"]["file"] = str(YACHT)
+    experiment = config["experiments"]["user_dataset"]
+    experiment["methods"] = {"exact": experiment["methods"]["exact"]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cmd = snakemake_command(ROOT, tmp_path, path, "--cores", "1", "--quiet", "all")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    results = tmp_path / "results"
+    with netCDF4.Dataset(results / "data" / "yacht_csv.nc") as nc:
+        metadata = json.loads(nc.getncattr("metadata"))
+    assert metadata["file_sha256"] == hashlib.sha256(YACHT.read_bytes()).hexdigest()
+    cells = sorted((results / "user_dataset" / "cells" / "yacht_csv" / "exact").glob("*.nc"))
+    assert len(cells) == 5
+    table = (results / "user_dataset" / "tables" / "error_table.md").read_text()
+    assert "| yacht_csv | exact | 0 | 5 | 0 |" in table
