@@ -116,25 +116,74 @@ def test_config_errors_are_config_errors():
         validate(config)
 
 
-def test_the_example_sweep_runs_from_its_csv(tmp_path):
-    """config/user_dataset.yaml (its CSV given by absolute path), the closed-form method
-    only: prepared with the file's checksum, fitted on every split, merged and tabled."""
+def _run_example(tmp_path, change=None):
+    """config/user_dataset.yaml through Snakemake in ``tmp_path`` (its CSV by absolute path,
+    the closed-form method only), a second dataset from the same file with k folds."""
     from bnnsweep.workflow_run import snakemake_command
 
     config = yaml.safe_load((ROOT / "config" / "user_dataset.yaml").read_text())
     config["datasets"]["yacht_csv"]["file"] = str(YACHT)
+    config["datasets"]["yacht_folds"] = {
+        **config["datasets"]["yacht_csv"],
+        "splits": {"kfold": 4, "seed": 1},
+    }
     experiment = config["experiments"]["user_dataset"]
     experiment["methods"] = {"exact": experiment["methods"]["exact"]}
+    experiment["datasets"] = ["yacht_csv", "yacht_folds"]
+    if change:
+        change(config)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     cmd = snakemake_command(ROOT, tmp_path, path, "--cores", "1", "--quiet", "all")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def test_the_example_sweep_runs_from_its_csv_with_holdout_and_kfold_splits(tmp_path):
+    """Prepared with the file's checksum, fitted on every split of both recipes, merged and
+    tabled."""
+    proc = _run_example(tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     results = tmp_path / "results"
     with netCDF4.Dataset(results / "data" / "yacht_csv.nc") as nc:
         metadata = json.loads(nc.getncattr("metadata"))
     assert metadata["file_sha256"] == hashlib.sha256(YACHT.read_bytes()).hexdigest()
-    cells = sorted((results / "user_dataset" / "cells" / "yacht_csv" / "exact").glob("*.nc"))
-    assert len(cells) == 5
+    cells = results / "user_dataset" / "cells"
+    assert len(list((cells / "yacht_csv" / "exact").glob("*.nc"))) == 5
+    assert len(list((cells / "yacht_folds" / "exact").glob("*.nc"))) == 4
     table = (results / "user_dataset" / "tables" / "error_table.md").read_text()
     assert "| yacht_csv | exact | 0 | 5 | 0 |" in table
+    assert "| yacht_folds | exact | 0 | 4 | 0 |" in table
+
+
+@pytest.mark.parametrize(
+    "column, content, message",
+    [
+        ("froude_number", None, "no input column 'froude_number'"),
+        ("residuary_resistance", "high", "target column 'residuary_resistance' is not numeric"),
+    ],
+)
+def test_a_malformed_csv_fails_before_any_job_naming_the_column(tmp_path, column, content, message):
+    frame = (YACHT.read_text()).splitlines()
+    header = frame[0].split(",")
+    index = header.index(column)
+    rows = []
+    for line in frame:
+        cells = line.split(",")
+        if content is None:
+            del cells[index]
+        elif line is not frame[0]:
+            cells[index] = content
+        rows.append(",".join(cells))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(rows) + "\n")
+
+    def use_bad_file(config):
+        for entry in config["datasets"].values():
+            entry["file"] = str(bad)
+            entry["inputs"] = [c for c in header if c != "residuary_resistance"]
+
+    proc = _run_example(tmp_path, use_bad_file)
+    assert proc.returncode != 0
+    assert message in proc.stderr and "config key 'datasets.yacht_csv'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "results").exists()  # no job ran
