@@ -198,3 +198,47 @@ def test_a_fit_ends_with_a_summary_line(tmp_path):
     assert "ln p(D) " in line and "(laplace)" in line and "test_rmse" in line
     assert line.endswith(f"-> {out}")
     assert log.read_text().strip().splitlines()[-1] == line
+
+
+def test_open_results_gives_every_experiment_sorted_without_warnings(tmp_path, method_cells):
+    """Two experiments' merged files: one Dataset and one tidy frame, runs sorted by
+    experiment, dataset, method and axis values (h2 before h12), unused axes missing, and not
+    one warning on the way."""
+    import warnings
+
+    from bnnsweep.results import open_results
+    from bnnsweep.runner import fit_cell, write_result
+    from bnnsweep.sweep import Cell
+
+    results = tmp_path / "results"
+    for experiment, hidden in (("second", (12, 2)), ("first", (3,))):
+        paths = []
+        for h in hidden:
+            settings = {"hidden": h, "restarts": 1, "max_iter": 5}
+            cell = Cell(
+                experiment, "toy_sine", "default", "map", "map", 0, (("hidden", h),), settings
+            )
+            paths.append(
+                write_cell_atomic(
+                    fit_cell(cell, log=lambda m: None), tmp_path / f"{experiment}{h}.nc"
+                )
+            )
+        paths.append(
+            write_cell_atomic(method_cells["vi_mixture"], tmp_path / f"{experiment}_vi.nc")
+        )
+        write_result(merge_cells(paths), results / experiment / "merged.nc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = open_results(results)
+    frame = res.frame
+    assert res.dataset.sizes["run"] == len(frame) == 5
+    # the variational cell comes from the fixture, whose experiment is "m"
+    assert list(frame["experiment"]) == ["first", "m", "m", "second", "second"]
+    second_map = frame[(frame["experiment"] == "second") & (frame["method"] == "map")]
+    assert list(second_map["hidden"]) == [2, 12]
+    maps = frame[frame["method"] == "map"]
+    assert maps["components"].isna().all() and maps["schedule"].isna().all()
+    mixtures = frame[frame["method"] == "vi_mixture"]
+    assert list(mixtures["components"]) == [2, 2]
+    assert {"test_rmse", "log_evidence", "status"} <= set(frame.columns)
+    assert "x_test" not in res.dataset and "test_set" not in res.dataset.dims

@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import subprocess
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -33,6 +34,7 @@ from .metrics import gaussian_loglik, regression_metrics, unstandardise
 from .sweep import Cell
 
 if TYPE_CHECKING:
+    import pandas as pd
     import xarray as xr
 
 UNITS = {
@@ -400,3 +402,93 @@ def hypercube(merged: xr.Dataset, dims=RUN_COORDS) -> xr.Dataset:
     """Pivot the ``run`` dimension into the labelled hypercube of the sweep axes."""
     present = [d for d in dims if d in merged.coords]
     return merged.set_index(run=present).unstack("run")
+
+
+# --- every experiment at once -------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """Every experiment of a results directory: ``dataset``, all runs along ``run`` (sorted
+    by ``run_sort_key``; test inputs and targets left out, as each experiment stores its own
+    test sets), and ``frame``, one row per run with the sweep coordinates and every scalar
+    variable, axes a method does not use as missing values (``pd.NA``)."""
+
+    dataset: xr.Dataset
+    frame: pd.DataFrame
+
+
+def run_sort_key(run: dict) -> tuple:
+    """Order of runs: experiment, dataset, method, then the axes by value, split (in
+    ``natural_order``) and seed."""
+    axes = tuple(run.get(a, AXES[a].not_applicable) for a in AXES)
+    return (
+        str(run["experiment"]),
+        str(run["dataset"]),
+        str(run["method"]),
+        *axes,
+        natural_order(str(run["split"])),
+        int(run["seed"]),
+    )
+
+
+def open_results(results_dir: str | os.PathLike = "results") -> Results:
+    """Every ``<experiment>/merged.nc`` under ``results_dir`` as one ``Results``.
+
+    >>> res = open_results("results")  # doctest: +SKIP
+    >>> sns.pointplot(res.frame, x="hidden", y="test_rmse", hue="method")  # doctest: +SKIP
+    """
+    import xarray as xr
+
+    paths = sorted(Path(results_dir).glob("*/merged.nc"), key=lambda p: natural_order(str(p)))
+    if not paths:
+        raise FileNotFoundError(
+            f"no merged results under {str(results_dir)!r} (<experiment>/merged.nc): run the "
+            "workflow first"
+        )
+    parts = []
+    for path in paths:
+        with xr.open_dataset(path, engine="netcdf4") as opened:
+            ds = opened.load()
+        per_test_set = [n for n, v in ds.variables.items() if "test_set" in v.dims]
+        ds = ds.drop_vars([*per_test_set, "test_set_index"], errors="ignore")
+        ds.attrs = {}
+        parts.append(ds)
+    combined = xr.concat(
+        parts,
+        dim="run",
+        data_vars="all",
+        coords="minimal",
+        compat="override",
+        join="outer",
+        fill_value={},
+    )
+    runs = [
+        {name: combined[name].values[i] for name in RUN_COORDS if name in combined.coords}
+        for i in range(combined.sizes["run"])
+    ]
+    order = sorted(range(len(runs)), key=lambda i: run_sort_key(runs[i]))
+    combined = combined.isel(run=order)
+    combined.attrs = {
+        "title": "bnnsweep results",
+        "experiments": ",".join(p.parent.name for p in paths),
+    }
+    return Results(combined, results_frame(combined))
+
+
+def results_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per run of a merged (or ``open_results``) Dataset: its ``run`` coordinates and
+    every variable over ``run`` alone; an axis a run's method does not use is ``pd.NA``."""
+    import pandas as pd
+
+    columns = {}
+    for name, var in ds.variables.items():
+        if var.dims == ("run",):
+            columns[name] = var.values
+    frame = pd.DataFrame(columns)
+    for name, axis in AXES.items():
+        if name not in frame:
+            continue
+        kind = "Int64" if axis.type is int else "string"
+        frame[name] = frame[name].astype(kind).mask(frame[name] == axis.not_applicable)
+    return frame.reset_index(drop=True)
