@@ -68,6 +68,18 @@ def test_smoke_sweep_writes_merged_results_and_figures(smoke_run):
     assert (results / "tables" / "error_table.md").read_text().count("|") > 10
 
 
+def test_report_gives_every_figure_its_own_caption(smoke_run):
+    """`snakemake --report` on the smoke sweep: each figure and table is in the report once,
+    with the caption of its own kind."""
+    workdir, config = smoke_run
+    report = workdir / "report.html"
+    snakemake(workdir, config, "--report", str(report))
+    html = report.read_text()
+    for phrase in ("Occam hill", "Predictions on a one-input problem", "Test errors of experiment"):
+        assert html.count(phrase) == 1, phrase
+    assert "one predictive standard deviation" in html  # what toy_regression draws
+
+
 def test_cell_file_records_settings_and_provenance(smoke_run):
     workdir, _ = smoke_run
     cell = next((workdir / "results" / "smoke" / "cells" / "toy_sine" / "laplace").glob("h1_*.nc"))
