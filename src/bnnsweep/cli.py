@@ -34,26 +34,27 @@ def _parse_set(items: list[str]) -> dict:
 
 
 def _logger(path: str | None):
+    """Progress lines to stdout, or appended to the file ``path``: with a bar and the time
+    left when stdout is a terminal, with ``[ETA ...]`` on counted lines otherwise
+    (``bnnsweep.progress``)."""
+    from .progress import progress_log
+
     if not path:
-        return lambda msg: print(msg, flush=True)
+        return progress_log(lambda msg: print(msg, flush=True), lines_on_terminal=True)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a", buffering=1)  # noqa: SIM115 - closed at exit
-
-    def log(msg):
-        fh.write(f"{msg}\n")
-
-    return log
+    return progress_log(lambda msg: fh.write(f"{msg}\n"))
 
 
 def _reporter(log_path, log):
-    """Where a fit's one-line summary goes: the terminal, and the log file when there is
-    one."""
-    if not log_path:
-        return log
+    """Where a fit's one-line summary goes: the terminal (the progress bar removed first),
+    and the log file when there is one."""
 
     def report(msg):
+        log.close()
         print(msg, flush=True)
-        log(msg)
+        if log_path:
+            log.write(msg)
 
     return report
 

@@ -222,17 +222,21 @@ def current_attrs(cell: Cell) -> dict[str, str]:
 
 
 def _cell_logger(path: str | None, batch_log):
-    """Log to the batch log and append to the cell's own log file."""
+    """Log one cell to the batch log and append to the cell's own log file, counted lines
+    with the cell's own time left (``progress.ProgressLog``, fresh for each cell)."""
+    from .progress import ProgressLog
+
+    write_batch = getattr(batch_log, "write", batch_log)
     if not path:
-        return batch_log
+        return ProgressLog(write_batch)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
 
-    def log(msg):
-        batch_log(msg)
+    def write(msg):
+        write_batch(msg)
         with open(path, "a") as fh:
             fh.write(f"{msg}\n")
 
-    return log
+    return ProgressLog(write)
 
 
 def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
