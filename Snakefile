@@ -13,6 +13,7 @@ from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.runlock import clear_stale_locks, record_owner
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
+from bnnsweep.workflow_run import conda_env_file
 
 
 # The default sweep, unless another config is given with --configfile (which would otherwise
@@ -48,6 +49,9 @@ except (ConfigError, ValueError) as err:
 
 RESULTS = CONFIG["results_dir"]
 CODE_RERUNS = CONFIG["code_reruns"]
+# the jobs' conda environment (--software-deployment-method conda): envs/bnnsweep.yaml with
+# this checkout's absolute path and lock file
+CONDA_ENV = str(conda_env_file(Path(workflow.basedir), Path(".snakemake") / "bnnsweep"))
 
 
 envvars:

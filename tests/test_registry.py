@@ -145,3 +145,21 @@ def test_a_methods_code_version_hashes_its_registering_module_and_not_the_regist
     assert method_files == {"methods/map_early_stopping.py"}
     assert code_version("pbp") == code_version("ebp")  # one module registers both
     assert code_version("pbp") != code_version("map")
+
+
+def test_the_jobs_conda_env_installs_this_checkout_pinned_by_the_lock(tmp_path):
+    """The env file Snakemake materialises under .snakemake/conda/ must not depend on where
+    it lies: the package and the lock file are given by absolute path."""
+    from pathlib import Path
+
+    import yaml
+
+    from bnnsweep.workflow_run import conda_env_file
+
+    root = Path(__file__).resolve().parents[1]
+    path = conda_env_file(root, tmp_path / "envs")
+    assert path == conda_env_file(root, tmp_path / "envs")  # one file per content
+    env = yaml.safe_load(path.read_text())
+    (pip,) = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
+    assert pip == [f"-c {root / 'requirements-lock.txt'}", f"-e {root}"]
+    assert "python=3.11" in env["dependencies"]

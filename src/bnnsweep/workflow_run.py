@@ -25,3 +25,26 @@ def snakemake_command(root: Path, workdir: Path, configfile: Path, *extra: str) 
         "--configfile",
         str(configfile),
     ]
+
+
+def conda_env_file(root: Path, directory: Path) -> Path:
+    """The conda environment of the workflow's jobs, ``envs/bnnsweep.yaml`` with the package
+    installed from ``root`` by absolute path and pinned by ``requirements-lock.txt``: the
+    env file's relative ``-e ..`` would be resolved against the copy Snakemake keeps under
+    ``.snakemake/conda/``. Written under ``directory`` once, named by its content's hash."""
+    import hashlib
+
+    import yaml
+
+    root = Path(root).resolve()
+    env = yaml.safe_load((root / "envs" / "bnnsweep.yaml").read_text())
+    deps = [d for d in env["dependencies"] if not isinstance(d, dict)]
+    pip = [f"-c {root / 'requirements-lock.txt'}", f"-e {root}"]
+    env["dependencies"] = [*deps, {"pip": pip}]
+    text = "# written by bnnsweep.workflow_run.conda_env_file from envs/bnnsweep.yaml\n"
+    text += yaml.safe_dump(env, sort_keys=False)
+    path = Path(directory) / f"env-{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return path.resolve()

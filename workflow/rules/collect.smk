@@ -10,6 +10,6 @@ rule merge:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../../envs/bnnsweep.yaml"
+        CONDA_ENV
     shell:
         "bnnsweep merge {input} --output {output} > {log} 2>&1"

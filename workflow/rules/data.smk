@@ -13,6 +13,6 @@ rule prepare_data:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../../envs/bnnsweep.yaml"
+        CONDA_ENV
     shell:
         "bnnsweep prepare --dataset {wildcards.dataset} {params.spec} --output {output} > {log} 2>&1"

@@ -13,7 +13,7 @@ rule figure:
     params:
         code=lambda wildcards: figure_code(wildcards.kind),
     conda:
-        "../../envs/bnnsweep.yaml"
+        CONDA_ENV
     shell:
         "bnnsweep figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
 
@@ -34,6 +34,6 @@ rule error_table:
     params:
         code=figure_code("error_table"),
     conda:
-        "../../envs/bnnsweep.yaml"
+        CONDA_ENV
     shell:
         "bnnsweep figure error_table --merged {input} --output {output.md} > {log} 2>&1"

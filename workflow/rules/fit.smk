@@ -27,7 +27,7 @@ for batch in BATCHES:
             mem_mb=batch_resource(batch, "mem_mb"),
             runtime=batch_resource(batch, "runtime"),
         conda:
-            "../../envs/bnnsweep.yaml"
+            CONDA_ENV
         shell:
             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
             "bnnsweep fit-batch {params.spec} --log {log}"
