@@ -66,6 +66,15 @@ def test_smoke_sweep_writes_merged_results_and_figures(smoke_run):
     for kind in ("occam_hill", "toy_regression"):
         assert (results / "figures" / f"{kind}.png").stat().st_size > 5000
     assert (results / "tables" / "error_table.md").read_text().count("|") > 10
+    # Snakemake's own record of every fit job: wall time, CPU time, peak memory
+    records = sorted((workdir / "results" / "benchmarks" / "smoke" / "batches").glob("*.tsv"))
+    assert len(records) == len(
+        list((workdir / "results" / "logs" / "smoke" / "batches").glob("*.log"))
+    )
+    for record in records:
+        header, values = record.read_text().splitlines()[:2]
+        row = dict(zip(header.split("\t"), values.split("\t"), strict=True))
+        assert float(row["cpu_time"]) > 0 and float(row["max_rss"]) > 0
 
 
 def test_report_gives_every_figure_its_own_caption(smoke_run):

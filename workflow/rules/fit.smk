@@ -7,6 +7,7 @@
 # - the spec file is named by the hash of every cell's settings and (with `code_reruns`)
 #   its method's code version; as a `params` value it makes Snakemake rerun exactly the
 #   batches whose cells changed, and fit-batch refits only the changed cells in them.
+# Benchmark: Snakemake's record of each batch job's wall time, CPU time and peak memory.
 # Resources: the sum of the cells' estimated times, the largest cell's memory (all cells'
 # for a vectorised batch), scaled up on each retry.
 for batch in BATCHES:
@@ -20,6 +21,8 @@ for batch in BATCHES:
             [update(f) for f in batch_outputs(batch)],
         log:
             f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv"
         params:
             spec=batch_spec_file(batch),
         threads: 1
