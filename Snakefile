@@ -15,13 +15,11 @@ from bnnsweep.runlock import clear_stale_locks, record_owner
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 from bnnsweep.workflow_run import conda_env_file
 
-
 # The default sweep, unless another config is given with --configfile (which would otherwise
 # be merged into this one, adding its experiments to the default ones).
 if not config:
 
     configfile: "config/config.yaml"
-
 
 
 report: "workflow/report/workflow.rst"
@@ -60,7 +58,9 @@ envvars:
 
 # Jobs find the `bnnsweep` command of the environment Snakemake itself runs in, even when
 # that environment (e.g. a virtualenv) was not activated.
-os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+os.environ["PATH"] = os.pathsep.join(
+    [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+)
 EXPERIMENTS = CONFIG["experiments"]
 
 
@@ -81,7 +81,7 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         [merged_file(e) for e in EXPERIMENTS],
         [figure_files(e) for e in EXPERIMENTS],
-    default_target: True

@@ -6,10 +6,10 @@ rule merge:
         f"{RESULTS}/{{experiment}}/merged.nc",
     log:
         f"{RESULTS}/logs/{{experiment}}/merge.log",
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=4000,
         runtime=30,
-    conda:
-        CONDA_ENV
     shell:
         "bnnsweep merge {input} --output {output} > {log} 2>&1"

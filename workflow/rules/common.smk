@@ -6,7 +6,9 @@ def merged_file(experiment):
 
 
 def cell_files(experiment):
-    return [f"{RESULTS}/{key}.nc" for key, c in CELLS.items() if c.experiment == experiment]
+    return [
+        f"{RESULTS}/{key}.nc" for key, c in CELLS.items() if c.experiment == experiment
+    ]
 
 
 def figure_files(experiment):

@@ -3,16 +3,16 @@ rule prepare_data:
     of the user's own from the config's `datasets:` section."""
     input:
         lambda wc: user_dataset_file(wc.dataset),
-    params:
-        spec=lambda wc: user_dataset_option(wc.dataset),
     output:
         f"{RESULTS}/data/{{dataset}}.nc",
     log:
         f"{RESULTS}/logs/data/{{dataset}}.log",
+    conda:
+        CONDA_ENV
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        CONDA_ENV
+    params:
+        spec=lambda wc: user_dataset_option(wc.dataset),
     shell:
         "bnnsweep prepare --dataset {wildcards.dataset} {params.spec} --output {output} > {log} 2>&1"

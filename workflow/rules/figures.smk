@@ -10,10 +10,10 @@ rule figure:
         ),
     log:
         f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}.log",
-    params:
-        code=lambda wildcards: figure_code(wildcards.kind),
     conda:
         CONDA_ENV
+    params:
+        code=lambda wildcards: figure_code(wildcards.kind),
     shell:
         "bnnsweep figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
 
@@ -31,9 +31,9 @@ rule error_table:
         csv=f"{RESULTS}/{{experiment}}/tables/error_table.csv",
     log:
         f"{RESULTS}/logs/{{experiment}}/error_table.log",
-    params:
-        code=figure_code("error_table"),
     conda:
         CONDA_ENV
+    params:
+        code=figure_code("error_table"),
     shell:
         "bnnsweep figure error_table --merged {input} --output {output.md} > {log} 2>&1"

@@ -23,14 +23,14 @@ for batch in BATCHES:
             f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
         benchmark:
             f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv"
-        params:
-            spec=batch_spec_file(batch),
+        conda:
+            CONDA_ENV
         threads: 1
         resources:
             mem_mb=batch_resource(batch, "mem_mb"),
             runtime=batch_resource(batch, "runtime"),
-        conda:
-            CONDA_ENV
+        params:
+            spec=batch_spec_file(batch),
         shell:
             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
             "bnnsweep fit-batch {params.spec} --log {log}"
