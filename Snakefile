@@ -12,6 +12,7 @@ min_version("8.10")
 from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.runlock import clear_stale_locks, record_owner
+from bnnsweep.sweep_progress import start_sweep_progress
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 from bnnsweep.workflow_run import conda_env_file
 
@@ -33,6 +34,11 @@ if workflow.is_main_process:
 
 onstart:
     record_owner(".snakemake")
+    # every 30 s, a line with the cells done and the time left (bnnsweep.sweep_progress)
+    start_sweep_progress(
+        {f"{RESULTS}/{key}.nc": cell for key, cell in CELLS.items()},
+        lambda line: print(line, file=sys.stderr, flush=True),
+    )
 
 
 # Cells, and the batches (one job each) they are fitted in: bnnsweep.jobsize.plan_batches,

@@ -71,9 +71,11 @@ def _work_of(cell: Cell, shape: tuple[int, int, int, int]) -> tuple[int, int, Wo
     return _WORK[key]
 
 
-def fit_seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
+def fit_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) -> float | None:
     """Upper bound on the time of a cell's fit alone, in seconds, without start-up or safety
-    factor (None when the method has no work model)."""
+    factor (None when the method has no work model); ``shape`` defaults to the cell's data."""
+    if shape is None:
+        shape = data_shape(cell.dataset, cell.split)
     n_train, _, n_out, _ = shape
     _, w, model = _work_of(cell, shape)
     if model is None:
