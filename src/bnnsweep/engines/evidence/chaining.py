@@ -147,7 +147,8 @@ def run_chain(
         gibbs=getattr(target, "gibbs", None),
         persistence=proto.persistence,
         target_accept=proto.target_accept,
-        log=log,
+        # every link advances at once: a count of iterations is the progress of the chain
+        log=None if log is None else (lambda m: log(f"{m} (all {K} links x {C} chains)")),
         # chains started at their own modes need no annealing from the reference
         burn_params=burn_params if proto.ramp_fraction > 0 and not optimised else None,
     )
