@@ -309,6 +309,23 @@ def natural_order(path: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
 
 
+def concat_runs(datasets: list[xr.Dataset]) -> xr.Dataset:
+    """Datasets along ``run``, every argument given (xarray's defaults are changing and warn):
+    variables missing from some are filled with missing values, other dimensions padded by
+    an outer join, coordinates without ``run`` taken from the first."""
+    import xarray as xr
+
+    return xr.concat(
+        datasets,
+        dim="run",
+        data_vars="all",
+        coords="minimal",
+        compat="override",
+        join="outer",
+        fill_value={},
+    )
+
+
 def merge_cells(paths) -> xr.Dataset:
     """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
     coordinates become coordinates of ``run``.
@@ -344,15 +361,7 @@ def merge_cells(paths) -> xr.Dataset:
     versions = datasets[-1].attrs.pop("library_versions", "{}")
     for ds in datasets:
         ds.attrs = {}
-    merged = xr.concat(
-        datasets,
-        dim="run",
-        data_vars="all",
-        coords="minimal",
-        compat="override",
-        join="outer",
-        fill_value={},
-    )
+    merged = concat_runs(datasets)
     if test_sets:
         tests = xr.concat(
             [t.expand_dims("test_set") for t in test_sets.values()],
@@ -454,15 +463,7 @@ def open_results(results_dir: str | os.PathLike = "results") -> Results:
         ds = ds.drop_vars([*per_test_set, "test_set_index"], errors="ignore")
         ds.attrs = {}
         parts.append(ds)
-    combined = xr.concat(
-        parts,
-        dim="run",
-        data_vars="all",
-        coords="minimal",
-        compat="override",
-        join="outer",
-        fill_value={},
-    )
+    combined = concat_runs(parts)
     runs = [
         {name: combined[name].values[i] for name in RUN_COORDS if name in combined.coords}
         for i in range(combined.sizes["run"])
