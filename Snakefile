@@ -2,6 +2,7 @@
 # This file holds no science: it reads and validates the config, expands the cells and
 # includes one rule file per stage. All mathematics lives in the `bnnsweep` package.
 import os
+import shlex
 import sys
 from pathlib import Path
 

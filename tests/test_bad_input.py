@@ -364,3 +364,34 @@ def test_fit_batch_and_plan_refuse_bad_input_in_one_line(tmp_path):
 
 BATCHING_TYPO = {"batching": {"methods": {"mpa": "time"}}}
 BASE_EXPERIMENT = {"datasets": ["toy_sine"], "methods": {"map": {"hidden": 1}}}
+
+
+# --- shell lines: every path quoted, results_dir validated (issue 14, item 1) ---------------
+
+
+@pytest.mark.parametrize(
+    "results_dir",
+    ["r$(touch PWNED)", "r`touch PWNED`", "r;touch PWNED", "-rf", "r{x}", "r\nx", "", "r'x"],
+)
+def test_results_dir_with_shell_or_snakemake_syntax_is_refused(results_dir):
+    message = config_error(lambda c: c.update(results_dir=results_dir))
+    assert "config key 'results_dir'" in message
+
+
+@pytest.mark.workflow
+def test_results_dir_with_spaces_runs_and_runs_nothing_else(tmp_path):
+    """Paths reach the shell quoted: a results directory with a space works; the same
+    sweep with a command in the name would have run it (it is now refused before any
+    job: see above)."""
+    config = tmp_path / "config.yaml"
+    experiment = {"datasets": ["toy_sine"], "methods": {"exact": {"hidden": 0}}}
+    config.write_text(
+        yaml.safe_dump({"results_dir": "my results", "experiments": {"exp": experiment}})
+    )
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+           "--directory", str(tmp_path), "--configfile", str(config), "--cores", "1"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (tmp_path / "my results" / "exp" / "merged.nc").is_file()
+    assert (tmp_path / "my results" / "exp" / "tables" / "error_table.md").is_file()
+    assert not (tmp_path / "my").exists() and not (tmp_path / "results").exists()

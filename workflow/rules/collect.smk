@@ -12,4 +12,4 @@ rule merge:
         mem_mb=4000,
         runtime=30,
     shell:
-        "bnnsweep merge {input} --output {output} > {log} 2>&1"
+        "bnnsweep merge {input:q} --output {output:q} > {log:q} 2>&1"

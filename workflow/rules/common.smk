@@ -62,4 +62,4 @@ def user_dataset_option(dataset):
     if not spec:
         return ""
     path, _ = write_spec({dataset: spec}, f"{RESULTS}/datasets")
-    return f"--spec {path}"
+    return f"--spec {shlex.quote(str(path))}"

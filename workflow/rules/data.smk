@@ -15,4 +15,4 @@ rule prepare_data:
     params:
         spec=lambda wc: user_dataset_option(wc.dataset),
     shell:
-        "bnnsweep prepare --dataset {wildcards.dataset} {params.spec} --output {output} > {log} 2>&1"
+        "bnnsweep prepare --dataset {wildcards.dataset:q} {params.spec} --output {output:q} > {log:q} 2>&1"

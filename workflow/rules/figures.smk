@@ -15,7 +15,7 @@ rule figure:
     params:
         code=lambda wildcards: figure_code(wildcards.kind),
     shell:
-        "bnnsweep figure {wildcards.kind} --merged {input} --output {output} > {log} 2>&1"
+        "bnnsweep figure {wildcards.kind:q} --merged {input:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule error_table:
@@ -36,4 +36,4 @@ rule error_table:
     params:
         code=figure_code("error_table"),
     shell:
-        "bnnsweep figure error_table --merged {input} --output {output.md} > {log} 2>&1"
+        "bnnsweep figure error_table --merged {input:q} --output {output.md:q} > {log:q} 2>&1"

@@ -33,4 +33,4 @@ for batch in BATCHES:
             spec=batch_spec_file(batch),
         shell:
             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-            "bnnsweep fit-batch {params.spec} --log {log}"
+            "bnnsweep fit-batch {params.spec:q} --log {log:q}"
