@@ -395,3 +395,26 @@ def test_results_dir_with_spaces_runs_and_runs_nothing_else(tmp_path):
     assert (tmp_path / "my results" / "exp" / "merged.nc").is_file()
     assert (tmp_path / "my results" / "exp" / "tables" / "error_table.md").is_file()
     assert not (tmp_path / "my").exists() and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_output_onto_a_special_file_is_refused_and_left_alone(tmp_path, kind):
+    """`--output` naming a FIFO, a symbolic link or a directory: one line, exit 2, and the
+    thing itself untouched (issue 14, item 8)."""
+    out = tmp_path / "out.nc"
+    target = tmp_path / "elsewhere.nc"
+    target.write_text("someone's file")
+    if kind == "fifo":
+        os.mkfifo(out)
+    elif kind == "symlink":
+        out.symlink_to(target)
+    else:
+        out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", "prepare", "--dataset", "toy_sine", "--output", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{out} is a" in proc.stderr and "refusing to replace it" in proc.stderr
+    assert target.read_text() == "someone's file"
+    assert {"fifo": out.is_fifo(), "symlink": out.is_symlink(), "directory": out.is_dir()}[kind]

@@ -242,3 +242,23 @@ def test_open_results_gives_every_experiment_sorted_without_warnings(tmp_path, m
     assert list(mixtures["components"]) == [2, 2]
     assert {"test_rmse", "log_evidence", "status"} <= set(frame.columns)
     assert "x_test" not in res.dataset and "test_set" not in res.dataset.dims
+
+
+def test_written_files_follow_the_umask(tmp_path, method_cells):
+    """Cells, merged and prepared files get the permissions of any new file (issue 14, item
+    8): readable by the group under umask 022, private under 077."""
+    import os
+
+    from bnnsweep import datasets
+
+    content = method_cells["map"]
+    for mask, mode in ((0o022, 0o644), (0o077, 0o600)):
+        old = os.umask(mask)
+        try:
+            cell = write_cell_atomic(content, tmp_path / f"cell{mask}.nc")
+            merged = write_netcdf_atomic(merge_cells([cell]), tmp_path / f"merged{mask}.nc")
+            data = datasets.save_netcdf(datasets.load("toy_sine"), tmp_path / f"data{mask}.nc")
+        finally:
+            os.umask(old)
+        for path in (cell, merged, data):
+            assert path.stat().st_mode & 0o777 == mode, path

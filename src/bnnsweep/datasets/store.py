@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -95,7 +94,6 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
                 var[...] = values
             for key, value in attrs.items():
                 nc.setncattr(key, value)
-        os.chmod(tmp, 0o644)
 
     return write_atomic(path, write)
 
