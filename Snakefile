@@ -10,7 +10,7 @@ from snakemake.utils import min_version
 
 min_version("8.10")
 
-from bnnsweep.config import ConfigError, expand, validate
+from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.runlock import clear_stale_locks, record_owner
 from bnnsweep.sweep_progress import start_sweep_progress
@@ -45,6 +45,8 @@ onstart:
 # Cells, and the batches (one job each) they are fitted in: bnnsweep.jobsize.plan_batches,
 # from the config's `batching` section.
 try:
+    if workflow.is_main_process:  # a key given twice, an alias bomb
+        check_config_files(workflow.configfiles)
     CONFIG = validate(config)
     CELLS = cell_index(expand(CONFIG))
     BATCHES = plan_batches(list(CELLS.values()), batching_settings(CONFIG))

@@ -418,3 +418,40 @@ def test_output_onto_a_special_file_is_refused_and_left_alone(tmp_path, kind):
     assert f"{out} is a" in proc.stderr and "refusing to replace it" in proc.stderr
     assert target.read_text() == "someone's file"
     assert {"fifo": out.is_fifo(), "symlink": out.is_symlink(), "directory": out.is_dir()}[kind]
+
+
+# --- YAML: keys given twice, alias bombs (issue 14, items 6 and 7) ----------------------------
+
+DUPLICATE = """experiments:
+  exp: {datasets: [toy_sine], methods: {map: {hidden: 1}}}
+  exp: {datasets: [toy_sine], methods: {exact: {hidden: 0}}}
+"""
+BOMB = "experiments: {}\na0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"a{i + 1}: &a{i + 1} [{', '.join([f'*a{i}'] * 10)}]\n" for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (DUPLICATE, "key 'exp' given twice in one mapping (line 3)"),
+        (BOMB, "more than 100000 values once its YAML aliases are expanded"),
+        ("experiments: {a: \xff}".encode("latin-1"), "is not UTF-8 text"),
+    ],
+    ids=["duplicate-key", "alias-bomb", "latin-1"],
+)
+def test_config_files_are_read_strictly_by_the_cli_and_under_snakemake(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    proc = subprocess.run([sys.executable, "-m", "bnnsweep.cli", "validate", str(path)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert f"config file {str(path)!r}" in proc.stderr
+    smk = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory",
+         str(tmp_path), "--configfile", str(path), "--cores", "1", "-n"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert smk.returncode != 0
+    if not isinstance(text, bytes):  # Snakemake itself refuses to read a non-UTF-8 file
+        assert message in smk.stderr

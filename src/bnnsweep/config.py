@@ -25,6 +25,114 @@ class ConfigError(ValueError):
     """A configuration that cannot run, with the key path that is wrong."""
 
 
+MAX_CONFIG_BYTES = 1_000_000
+MAX_CONFIG_NODES = 100_000  # values, lists and mappings, aliases expanded (a sweep has ~100s)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe YAML loader, refusing a key given twice in one mapping (the safe loader keeps
+    the last silently, so an experiment could disappear)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(
+                    f"key {key!r} given twice in one mapping (line {key_node.start_mark.line + 1})"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(value, limit: int = MAX_CONFIG_NODES) -> int:
+    """Number of values in ``value`` counted as a tree (a list or mapping reached twice through
+    YAML aliases counts twice), stopping past ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(v) -> int:
+        if not isinstance(v, dict | list):
+            return 1
+        if id(v) in sizes:
+            return sizes[id(v)]
+        sizes[id(v)] = limit + 1  # a cycle counts as too large
+        children = v.items() if isinstance(v, dict) else ((None, c) for c in v)
+        total = 1
+        for key, child in children:
+            total += size(child) + (key is not None)
+            if total > limit:
+                break
+        sizes[id(v)] = total
+        return total
+
+    return size(value)
+
+
+def read_yaml(path: str | Path):
+    """A YAML config file: at most ``MAX_CONFIG_BYTES``, no key twice in a mapping, at most
+    ``MAX_CONFIG_NODES`` values with aliases expanded; errors name the file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(path)!r} does not exist") from None
+    except OSError as err:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {err}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {str(path)!r} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text: {err}") from None
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _node_size(node) > MAX_CONFIG_NODES:
+            raise ConfigError(
+                f"config file {str(path)!r}: more than {MAX_CONFIG_NODES} values once its YAML "
+                "aliases are expanded"
+            )
+        return loader.construct_document(node) if node is not None else None
+    except ConfigError as err:
+        message = str(err)
+        prefix = f"config file {str(path)!r}"
+        raise ConfigError(
+            message if message.startswith(prefix) else f"{prefix}: {message}"
+        ) from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+    finally:
+        loader.dispose()
+
+
+def _node_size(node, limit: int = MAX_CONFIG_NODES) -> int:
+    """``_expanded_size`` of a composed YAML node graph (before any object is built)."""
+    sizes: dict[int, int] = {}
+
+    def size(n) -> int:
+        if isinstance(n, yaml.ScalarNode):
+            return 1
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = limit + 1
+        total = 1
+        for item in n.value:
+            total += sum(size(x) for x in item) if isinstance(item, tuple) else size(item)
+            if total > limit:
+                break
+        sizes[id(n)] = total
+        return total
+
+    return size(node)
+
+
+def check_config_files(paths) -> None:
+    """Read each config file strictly (``read_yaml``): Snakemake reads ``--configfile``
+    itself and would let a key given twice pass."""
+    for path in paths:
+        read_yaml(path)
+
+
 def schema() -> dict:
     text = resources.files("bnnsweep").joinpath("schemas/config.schema.yaml").read_text()
     return yaml.safe_load(text)
@@ -85,6 +193,11 @@ def validate(config: dict) -> dict:
     """Schema-validate ``config`` (a copy, defaults filled) and the method settings."""
     if not isinstance(config, dict):
         raise ConfigError(f"the configuration must be a mapping, got {type(config).__name__}")
+    if _expanded_size(config) > MAX_CONFIG_NODES:
+        raise ConfigError(
+            f"the configuration holds more than {MAX_CONFIG_NODES} values once its YAML aliases "
+            "are expanded"
+        )
     config = copy.deepcopy(config)
     sch = schema()
     errors = sorted(
@@ -178,12 +291,5 @@ def expand(config: dict) -> list[Cell]:
 
 
 def load(path: str | Path) -> dict:
-    """Read a YAML config file and validate it."""
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(path)!r} does not exist") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
-    return validate(raw)
+    """Read a YAML config file strictly (``read_yaml``) and validate it."""
+    return validate(read_yaml(path))
