@@ -455,3 +455,85 @@ def test_config_files_are_read_strictly_by_the_cli_and_under_snakemake(tmp_path,
     assert smk.returncode != 0
     if not isinstance(text, bytes):  # Snakemake itself refuses to read a non-UTF-8 file
         assert message in smk.stderr
+
+
+# --- silent acceptance, degenerate data (issue 14, items 5 and 6) ------------------------------
+
+
+@pytest.mark.parametrize("key", ["tol", "weight_decay", "init_scale"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_non_finite_settings_are_refused(key, value):
+    from bnnsweep.methods import get_method
+
+    with pytest.raises(ValueError, match=f"setting '{key}' must be a finite number"):
+        get_method("map").settings({key: value})
+
+
+def test_a_result_with_non_finite_predictions_is_never_ok():
+    from bnnsweep.method_base import FitResult
+    from bnnsweep.runner import _flag_non_finite
+
+    result = FitResult(np.array([[0.1], [np.nan]]), np.array([[1.0], [1.0]]))
+    _flag_non_finite(result)
+    assert result.status == "diverged" and "non-finite test predictions" in result.status_message
+    fine = FitResult(np.zeros((2, 1)), np.ones((2, 1)))
+    _flag_non_finite(fine)
+    assert fine.status == "ok"
+
+
+def test_constant_targets_lose_no_fit(tmp_path):
+    """A constant target (test targets without spread): every method writes its cell, with
+    test_nmse recorded as undefined (NaN), instead of a ZeroDivisionError after the fit."""
+    import dataclasses
+
+    import netCDF4
+
+    from bnnsweep.config import expand, validate
+    from bnnsweep.runner import fit_cell_to_file
+
+    csv = tmp_path / "const.csv"
+    csv.write_text("x,t\n" + "".join(f"{i / 39},3.0\n" for i in range(40)))
+    config = {
+        "datasets": {"const": {"file": str(csv), "targets": ["t"], "task": "regression",
+                               "splits": {"holdout": 0.25}}},
+        "experiments": {"c": {"datasets": ["const"], "splits": ["all"],
+                              "methods": {"map": {"hidden": 2}}}},
+    }  # fmt: skip
+    (cell,) = expand(validate(config))
+    runs = {
+        "map": {"hidden": 2, "restarts": 1, "max_iter": 20},
+        "laplace": {"hidden": 2, "restarts": 1, "max_iter": 20, "cycles": 2},
+        "exact": {"hidden": 0},
+    }
+    for method, chosen in runs.items():
+        axes = (("hidden", chosen["hidden"]),)
+        one = dataclasses.replace(
+            cell, method=method, method_name=method, settings=chosen, axes=axes
+        )
+        path = fit_cell_to_file(one, tmp_path / f"{method}.nc", log=lambda m: None)
+        with netCDF4.Dataset(path) as nc:
+            nc.set_auto_mask(False)
+            assert np.isnan(nc["test_nmse"][...]) and np.isfinite(nc["test_rmse"][...]), method
+
+
+def test_merging_one_cell_twice_is_refused(tmp_path):
+    from bnnsweep.results import merge_cells
+    from bnnsweep.runner import fit_cell, write_result
+    from bnnsweep.sweep import Cell
+
+    settings = {"hidden": 1, "restarts": 1, "max_iter": 5}
+    cell = Cell("m", "toy_sine", "default", "map", "map", 0, (("hidden", 1),), settings)
+    path = write_result(fit_cell(cell, log=lambda m: None), tmp_path / "a.nc")
+    copy = tmp_path / "b.nc"
+    copy.write_bytes(path.read_bytes())
+    for paths in ([path, path], [path, copy]):
+        with pytest.raises(ValueError, match="is given twice"):
+            merge_cells(paths)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", "merge", str(path), str(path), "--output", str(tmp_path / "m.nc")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert (
+        proc.returncode == 2 and "is given twice" in proc.stderr and "Traceback" not in proc.stderr
+    )
+    assert not (tmp_path / "m.nc").exists()

@@ -89,6 +89,8 @@ def _check_type(where: str, key: str, value: Any, annotation: Any) -> Any:
     if base is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise SettingsError(f"{where}: setting {key!r} must be a number, got {value!r}")
+        if not np.isfinite(value):  # .inf or .nan in YAML: no setting means either
+            raise SettingsError(f"{where}: setting {key!r} must be a finite number, got {value!r}")
         return float(value)
     if base is int:
         if isinstance(value, bool) or not isinstance(value, int | np.integer):

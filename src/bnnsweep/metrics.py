@@ -23,12 +23,15 @@ def unstandardise(
 
 
 def regression_metrics(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> dict[str, float]:
-    """test_rmse, test_mse, test_nmse and test_loglik of predictions in original units."""
+    """test_rmse, test_mse, test_nmse and test_loglik of predictions in original units.
+    test_nmse (MSE over the variance of the test targets) is NaN, undefined, when the test
+    targets do not vary (a constant target, or a single test point)."""
     mse = float(np.mean((y - mean) ** 2))
+    spread = float(np.mean(np.var(y, axis=0)))
     return {
         "test_rmse": float(np.sqrt(mse)),
         "test_mse": mse,
-        "test_nmse": mse / float(np.mean(np.var(y, axis=0))),
+        "test_nmse": mse / spread if spread > 0 else float("nan"),
         "test_loglik": gaussian_loglik(y, mean, var),
     }
 

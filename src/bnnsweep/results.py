@@ -342,10 +342,15 @@ def merge_cells(paths) -> xr.Dataset:
 
     datasets = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
+    seen: dict[str, str] = {}
     for path in sorted((str(p) for p in paths), key=natural_order):
         ds = read_cell(path)
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
+        cell_id = ds.attrs.get("title", "").removeprefix("bnnsweep cell ") or path
+        if cell_id in seen:  # two runs of one cell could no longer be pivoted by their axes
+            raise ValueError(f"cell {cell_id} is given twice: {seen[cell_id]} and {path}")
+        seen[cell_id] = path
         key = (str(ds["dataset"].item()), str(ds["split"].item()))
         present = [name for name in TEST_DATA if name in ds]
         if key not in test_sets and present:

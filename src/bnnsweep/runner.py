@@ -89,6 +89,13 @@ def _content(
     return content
 
 
+def _flag_non_finite(result: FitResult) -> None:
+    """A result whose test predictions are not all finite is never ``ok``."""
+    arrays = (result.pred_mean, result.pred_var)
+    if not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays):
+        result.flag("diverged", "non-finite test predictions")
+
+
 def fit_cell(cell: Cell, data_path=None, log=print) -> CellContent:
     method = get_method(cell.method_name)
     settings = method.settings(cell.settings)
@@ -102,6 +109,7 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> CellContent:
     except NUMERICAL_ERRORS as err:
         result = _no_result(split, err)
     result.runtime_s = time.perf_counter() - start
+    _flag_non_finite(result)
     return _content(cell, result, split, settings, log, time.process_time() - cpu)
 
 
@@ -132,6 +140,7 @@ def fit_many_cells(
     out = []
     for cell, split, result, cell_log in zip(cells, splits, results, cell_logs, strict=True):
         result.runtime_s = elapsed
+        _flag_non_finite(result)
         out.append(_content(cell, result, split, settings, cell_log, cpu))
     return out
 
