@@ -226,13 +226,16 @@ def test_corrupt_prepared_file_is_refused_with_its_name(prepared, tmp_path, chan
     assert not out.exists()
 
 
-def test_prepared_file_carries_a_checksum_and_older_files_still_load(prepared, tmp_path):
+def test_prepared_file_carries_a_checksum_and_one_without_is_refused(prepared, tmp_path):
+    """Without its checksum a prepared file could hold altered data unnoticed (issue 14,
+    item 6): it is refused with the advice to prepare it again."""
     with xr.open_dataset(prepared) as ds:
         assert len(ds.attrs["sha256"]) == 64
     unchanged = rewritten(prepared, tmp_path, lambda ds: None)
     assert datasets.load_netcdf(unchanged).split("default").x_train.shape == (30, 1)
-    older = rewritten(prepared, tmp_path, lambda ds: ds.attrs.pop("sha256") and None)
-    assert datasets.load_netcdf(older).name == "toy_sine"
+    stripped = rewritten(prepared, tmp_path, lambda ds: ds.attrs.pop("sha256") and None)
+    with pytest.raises(datasets.DatasetError, match="no checksum .*prepare it again"):
+        datasets.load_netcdf(stripped)
 
 
 def test_cli_fit_on_a_corrupt_prepared_file_gives_a_one_line_error(prepared, tmp_path):
@@ -537,3 +540,17 @@ def test_merging_one_cell_twice_is_refused(tmp_path):
         proc.returncode == 2 and "is given twice" in proc.stderr and "Traceback" not in proc.stderr
     )
     assert not (tmp_path / "m.nc").exists()
+
+
+def test_a_cell_too_large_for_the_machine_is_refused_before_fitting(tmp_path):
+    """`hidden: 1000000000` validated and died in allocation; the cost model's memory
+    estimate refuses it before fitting, with the estimate (issue 14, item 6)."""
+    out = tmp_path / "cell.nc"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bnnsweep.cli", "fit", "--dataset", "toy_sine", "--method", "map",
+         "--hidden", "1000000000", "--output", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "GB by its method's cost model, more than this machine's" in proc.stderr
+    assert not out.exists()

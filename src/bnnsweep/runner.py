@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import resource
 import shutil
 import time
@@ -96,10 +97,35 @@ def _flag_non_finite(result: FitResult) -> None:
         result.flag("diverged", "non-finite test predictions")
 
 
+def physical_memory_mb() -> float:
+    """This machine's physical memory in MB (inf where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
+
+
+def check_memory(cell: Cell, split: Split) -> None:
+    """Refuse, before fitting, a cell whose cost model needs more memory than the machine has
+    (e.g. ``hidden: 1000000000``, which would otherwise die in allocation), with the
+    estimate (``jobsize.memory_mb`` without its safety factor)."""
+    from . import jobsize
+
+    shape = (split.x_train.shape[0], split.n_inputs, split.n_outputs, split.x_test.shape[0])
+    need = jobsize.memory_mb(cell, shape) / jobsize.SAFETY
+    have = physical_memory_mb()
+    if need > have:
+        raise ValueError(
+            f"cell {cell.path_id} needs about {need / 1024:.3g} GB by its method's cost model, "
+            f"more than this machine's {have / 1024:.3g} GB: refusing to start it"
+        )
+
+
 def fit_cell(cell: Cell, data_path=None, log=print) -> CellContent:
     method = get_method(cell.method_name)
     settings = method.settings(cell.settings)
     split = load_split(cell, data_path)
+    check_memory(cell, split)
     rng = cell.rng()
     log(f"fitting {cell.path_id} with {method.name}: {settings}")
     start, cpu = time.perf_counter(), time.process_time()
@@ -125,6 +151,8 @@ def fit_many_cells(
     method = get_method(cells[0].method_name)
     settings = method.settings(cells[0].settings)
     splits = [load_split(c, d) for c, d in zip(cells, data_paths, strict=True)]
+    for cell, split in zip(cells, splits, strict=True):
+        check_memory(cell, split)
     for cell, cell_log in zip(cells, cell_logs, strict=True):
         cell_log(
             f"fitting {cell.path_id} with {method.name} in a batch of {len(cells)}: {settings}"

@@ -4,8 +4,8 @@ Layout: for each split ``s`` the variables ``x_train__s``, ``y_train__s``, ``x_t
 ``y_test__s``, ``y_mean__s`` and ``y_scale__s`` with dimensions of their own (``train__s``,
 ``test__s``, ``input__s``, ``output__s``); global attributes ``bnnsweep_format``,
 ``dataset_name``, ``split_names`` (JSON list, in order), ``metadata`` (JSON object) and
-``sha256`` (of every array, see :func:`checksum`), which :func:`load_netcdf` verifies when
-present (files prepared before it was introduced have none). Variables are float64 with zlib
+``sha256`` (of every array, see :func:`checksum`), which :func:`load_netcdf` verifies (a file
+without it, as prepared by old versions, is refused: prepare it again). Variables are float64 with zlib
 compression and no fill value, so values come back exactly.
 """
 
@@ -122,7 +122,12 @@ def load_netcdf(path: str | Path) -> Dataset:
                 splits[split_name] = Split(split_name, **fields)
                 _check_columns(splits[split_name])
             recorded = attrs.get("sha256")
-            if recorded is not None and recorded != checksum(splits):
+            if recorded is None:
+                raise DatasetError(
+                    "no checksum (sha256 attribute), so altered data would go unnoticed; "
+                    "prepare it again (delete the file and rerun, or `bnnsweep prepare`)"
+                )
+            if recorded != checksum(splits):
                 raise DatasetError(
                     "checksum mismatch: the arrays differ from those written by "
                     "`bnnsweep prepare` (sha256 attribute); prepare the file again"
