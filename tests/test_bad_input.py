@@ -554,3 +554,23 @@ def test_a_cell_too_large_for_the_machine_is_refused_before_fitting(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "GB by its method's cost model, more than this machine's" in proc.stderr
     assert not out.exists()
+
+
+def test_merge_keys_may_be_overridden_and_every_shipped_config_reads(tmp_path):
+    """`<<: *anchor` then a key of the anchor again is YAML's override, not a duplicate."""
+    from bnnsweep.config import load
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "experiments:\n  e:\n    datasets: [toy_sine]\n    methods:\n"
+        "      a: &a {method: map, hidden: 1, restarts: 1}\n"
+        "      b:\n        <<: *a\n        hidden: 2\n"
+    )
+    config = load(path)
+    assert config["experiments"]["e"]["methods"]["b"] == {
+        "method": "map",
+        "hidden": 2,
+        "restarts": 1,
+    }
+    for shipped in sorted((ROOT / "config").glob("*.yaml")):
+        load(shipped)

@@ -31,11 +31,14 @@ MAX_CONFIG_NODES = 100_000  # values, lists and mappings, aliases expanded (a sw
 
 class _StrictLoader(yaml.SafeLoader):
     """The safe YAML loader, refusing a key given twice in one mapping (the safe loader keeps
-    the last silently, so an experiment could disappear)."""
+    the last silently, so an experiment could disappear); keys merged in with ``<<`` may be
+    overridden, as YAML intends."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`, overridable
+                continue
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise ConfigError(
