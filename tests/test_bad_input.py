@@ -574,3 +574,36 @@ def test_merge_keys_may_be_overridden_and_every_shipped_config_reads(tmp_path):
     }
     for shipped in sorted((ROOT / "config").glob("*.yaml")):
         load(shipped)
+
+
+# --- one line, never a traceback (issue 14, item 4) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["merge", "{notnc}", "--output", "{out}"], "is not a readable cell file"),
+        (["merge", "{trunc}", "--output", "{out}"], "is not a readable cell file"),
+        (["figure", "error_table", "--merged", "{notnc}", "--output", "{out}.md"], "is not a readable merged file"),
+        (["figure", "occam_hill", "--merged", "{trunc}", "--output", "{out}.png"], "is not a readable merged file"),
+        (["fit", "--dataset", "toy_sine", "--method", "map", "--set", "hidden", "--output", "{out}"], "--set expects key=value"),
+        (["fit", "--dataset", "toy_sine", "--method", "map", "--set", "restarts=[1,2", "--output", "{out}"], "is not valid YAML"),
+        (["fit", "--dataset", "toy_sine", "--method", "map", "--settings-json", "{{bad", "--output", "{out}"], "--settings-json is not valid JSON"),
+        (["fit", "--dataset", "toy_sine", "--method", "map", "--settings-json", "[1]", "--output", "{out}"], "must be a JSON object"),
+    ],
+    ids=["merge-not-netcdf", "merge-truncated", "figure-not-netcdf", "figure-truncated",
+         "set-no-value", "set-bad-yaml", "json-bad", "json-not-object"],
+)  # fmt: skip
+def test_bad_files_and_options_give_one_line(tmp_path, args, message):
+    good = tmp_path / "good.nc"
+    datasets.save_netcdf(datasets.load("toy_sine"), good)
+    notnc, trunc = tmp_path / "not.nc", tmp_path / "trunc.nc"
+    notnc.write_text("hello")
+    trunc.write_bytes(good.read_bytes()[:3000])
+    values = {"notnc": notnc, "trunc": trunc, "out": tmp_path / "out"}
+    argv = [a.format(**values) for a in args]
+    proc = subprocess.run([sys.executable, "-m", "bnnsweep.cli", *argv],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -27,10 +27,27 @@ def _parse_set(items: list[str]) -> dict:
     out = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"error: --set expects key=value, got {item!r}")
+            raise ValueError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        out[key.strip()] = yaml.safe_load(value)
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            problem = str(getattr(err, "problem", None) or err).splitlines()[0]
+            raise ValueError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
     return out
+
+
+def _parse_settings_json(text: str | None) -> dict:
+    """``--settings-json``: one JSON object."""
+    if not text:
+        return {}
+    try:
+        settings = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--settings-json is not valid JSON: {err}") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"--settings-json must be a JSON object, got {type(settings).__name__}")
+    return settings
 
 
 def _logger(path: str | None):
@@ -66,7 +83,7 @@ def cmd_fit(args) -> int:
 
     if not 0 <= args.seed < 2**32:
         raise ValueError(f"--seed must be a non-negative integer below 2^32, got {args.seed}")
-    settings = json.loads(args.settings_json) if args.settings_json else {}
+    settings = _parse_settings_json(args.settings_json)
     settings.update(_parse_set(args.set or []))
     method = get_method(args.method)
     axes = []
@@ -269,8 +286,9 @@ def _user_errors() -> tuple[type, ...]:
     """Errors that mean bad input (one line, exit 2), imported only when one occurred."""
     from .runner import WriteError
 
-    # ConfigError, DatasetError and SettingsError are ValueErrors
-    return (ValueError, FileNotFoundError, WriteError)
+    # ConfigError, DatasetError and SettingsError are ValueErrors; an OSError (a file that is
+    # not NetCDF, truncated or unreadable) names its file in its message
+    return (ValueError, OSError, WriteError)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -344,7 +344,10 @@ def merge_cells(paths) -> xr.Dataset:
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     seen: dict[str, str] = {}
     for path in sorted((str(p) for p in paths), key=natural_order):
-        ds = read_cell(path)
+        try:
+            ds = read_cell(path)
+        except (OSError, ValueError, RuntimeError) as err:
+            raise ValueError(f"{path} is not a readable cell file ({err})") from None
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
         cell_id = ds.attrs.get("title", "").removeprefix("bnnsweep cell ") or path

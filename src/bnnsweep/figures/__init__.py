@@ -91,9 +91,15 @@ __all__ = [
 
 
 def load_merged(path: str | os.PathLike) -> xr.Dataset:
-    """Read a merged NetCDF file fully into memory and close it."""
-    with xr.open_dataset(path, engine="netcdf4") as ds:
-        return ds.load()
+    """Read a merged NetCDF file fully into memory and close it; an unreadable one is a
+    ValueError naming it."""
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            return ds.load()
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, RuntimeError) as err:
+        raise ValueError(f"{path} is not a readable merged file ({err})") from None
 
 
 def _output_path(kind: str, suffix: str, output_path) -> Path:
