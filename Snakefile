@@ -12,7 +12,7 @@ min_version("8.10")
 
 from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
-from bnnsweep.runlock import clear_stale_locks, record_owner
+from bnnsweep.runlock import clear_stale_locks, forget_owner, record_owner
 from bnnsweep.sweep_progress import start_sweep_progress
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 from bnnsweep.workflow_run import conda_env_file
@@ -31,6 +31,14 @@ report: "workflow/report/workflow.rst"
 # the lock is removed when the run that took it is gone (bnnsweep.runlock), never otherwise.
 if workflow.is_main_process:
     clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
+
+
+onsuccess:
+    forget_owner(".snakemake")
+
+
+onerror:
+    forget_owner(".snakemake")
 
 
 onstart:

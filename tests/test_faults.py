@@ -5,6 +5,7 @@ complete; a full disk or an unwritable directory gives a clear error and no part
 
 import base64
 import errno
+import json
 import os
 import resource
 import shutil
@@ -20,7 +21,7 @@ import yaml
 
 from bnnsweep import cell_writer, runner
 from bnnsweep.compare import differing_variables
-from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, record_owner
+from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, forget_owner, record_owner
 from bnnsweep.sweep import Cell
 from bnnsweep.workflow_run import snakemake_command
 
@@ -229,6 +230,30 @@ def test_stale_lock_of_live_or_foreign_owner_is_kept(tmp_path):
     (tmp_path / OWNER_FILE).write_text(owner)
     assert not clear_stale_locks(tmp_path, log=lambda m: None)
     assert (locks / "0.input.lock").exists()
+
+
+def test_a_lock_taken_after_a_dead_owner_was_recorded_is_kept(tmp_path):
+    """The race of issue 14, item 2: a finished run's record (its process gone) and a new
+    run's lock taken before that run records itself. The lock is newer than the record, so
+    it may belong to a live run: it stays."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    lock = locks / "0.input.lock"
+    lock.write_text("")
+    record_owner(tmp_path)
+    owner = json.loads((tmp_path / OWNER_FILE).read_text())
+    owner["start"] = "not this process's start"  # the recorded run is gone
+    (tmp_path / OWNER_FILE).write_text(json.dumps(owner))
+    os.utime(tmp_path / OWNER_FILE, (1000, 1000))
+    os.utime(lock, (2000, 2000))  # taken after the record
+    assert not clear_stale_locks(tmp_path, log=lambda m: None)
+    assert lock.exists()
+    os.utime(lock, (500, 500))  # taken before the record by the run that died: stale
+    assert clear_stale_locks(tmp_path, log=lambda m: None)
+    assert not lock.exists()
+    record_owner(tmp_path)
+    forget_owner(tmp_path)  # a run that ends by itself leaves no record behind
+    assert not (tmp_path / OWNER_FILE).exists()
 
 
 # --- a job killed while writing ---------------------------------------------------------------

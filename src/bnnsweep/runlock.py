@@ -4,9 +4,11 @@ Snakemake locks a working directory while it runs and removes the lock when it e
 SIGKILL or a power loss leaves the lock behind and the next run refuses to start. The
 workflow therefore records which process holds the lock (``record_owner``, called once the
 lock is taken) and, when a new run starts, removes the lock only if that process is gone
-(``clear_stale_locks``): same host, and no process with that id and start time. A lock held
-by a live Snakemake, or by one on another host, is left alone, so two concurrent runs in one
-directory are still refused.
+(``clear_stale_locks``): same host, no process with that id and start time, and no lock
+newer than the record. A lock held by a live Snakemake, by one on another host, or taken
+after the record (by a run that has not recorded itself yet) is left alone, so two
+concurrent runs in one directory are still refused; a run that ends by itself removes its
+record (``forget_owner``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ def record_owner(snakemake_dir: str | Path = ".snakemake") -> None:
     path.write_text(json.dumps(owner))
 
 
+def forget_owner(snakemake_dir: str | Path = ".snakemake") -> None:
+    """Remove the owner record when the run ends by itself (success or error), so that it
+    cannot outlive the run it describes."""
+    (Path(snakemake_dir) / OWNER_FILE).unlink(missing_ok=True)
+
+
 def clear_stale_locks(snakemake_dir: str | Path = ".snakemake", log=print) -> bool:
     """Remove the Snakemake locks of ``snakemake_dir`` if the run that took them has died.
     Returns whether locks were removed."""
@@ -61,6 +69,11 @@ def clear_stale_locks(snakemake_dir: str | Path = ".snakemake", log=print) -> bo
     except (OSError, ValueError, KeyError, TypeError):
         return False
     if host != socket.gethostname() or _start_time(pid) in (start, "alive"):
+        return False
+    recorded = owner_path.stat().st_mtime
+    if any(lock.stat().st_mtime > recorded for lock in locks if lock.exists()):
+        # taken after the recorded owner, by a run that has not recorded itself yet (it does
+        # so ~1 s after locking): it may be alive, so its lock is never removed
         return False
     for lock in locks:
         lock.unlink(missing_ok=True)
