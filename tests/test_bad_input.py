@@ -482,6 +482,14 @@ def test_a_result_with_non_finite_predictions_is_never_ok():
     fine = FitResult(np.zeros((2, 1)), np.ones((2, 1)))
     _flag_non_finite(fine)
     assert fine.status == "ok"
+    # class predictions: no predictive variance (NaN by design), finite log probabilities
+    labels = FitResult(np.zeros((2, 1)), np.full((2, 1), np.nan), likelihood="probit")
+    labels.test_logpred, labels.class_probs = np.array([-0.1, -0.2]), np.full((2, 2), 0.5)
+    _flag_non_finite(labels)
+    assert labels.status == "ok"
+    labels.test_logpred = np.array([-0.1, np.nan])
+    _flag_non_finite(labels)
+    assert labels.status == "diverged"
 
 
 def test_constant_targets_lose_no_fit(tmp_path):

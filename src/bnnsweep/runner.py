@@ -91,8 +91,14 @@ def _content(
 
 
 def _flag_non_finite(result: FitResult) -> None:
-    """A result whose test predictions are not all finite is never ``ok``."""
-    arrays = (result.pred_mean, result.pred_var)
+    """A result whose test predictions are not all finite is never ``ok``: the predictive
+    mean, and the variance (Gaussian likelihood) or the log predictive probabilities and
+    class probabilities (class and count likelihoods, whose ``pred_var`` is NaN by design)."""
+    arrays = [result.pred_mean]
+    if result.likelihood == "gaussian":
+        arrays.append(result.pred_var)
+    else:
+        arrays += [a for a in (result.test_logpred, result.class_probs) if a is not None]
     if not all(np.all(np.isfinite(np.asarray(a, dtype=float))) for a in arrays):
         result.flag("diverged", "non-finite test predictions")
 
@@ -320,7 +326,7 @@ def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
             if report is not None:
                 summary = cell_summary(content)
                 report(f"[{fitted}/{len(todo)}] {e['cell'].path_id}: {summary}")
-    return {"fitted": fitted, "skipped": len(entries) - len(todo)}
+    return {"fitted": len(todo), "skipped": len(entries) - len(todo)}
 
 
 def json_key(settings: dict) -> str:
