@@ -12,6 +12,7 @@ min_version("8.10")
 
 from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
+from bnnsweep.result_check import REPAIR_LOG, quarantine_damaged_cells
 from bnnsweep.runlock import clear_stale_locks, forget_owner, record_owner
 from bnnsweep.sweep_progress import start_sweep_progress
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
@@ -95,6 +96,16 @@ include: "workflow/rules/fit.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+
+
+# A cell damaged since its experiment's last merge is moved aside now, so that this run
+# refits it before merging (bnnsweep.result_check); a dry run only names it.
+if workflow.is_main_process:
+    quarantine_damaged_cells(
+        {merged_file(e): cell_files(e) for e in EXPERIMENTS},
+        lambda msg: print(msg, file=sys.stderr),
+        move=not workflow.dryrun,
+    )
 
 
 rule all:

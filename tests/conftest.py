@@ -17,3 +17,31 @@ def _dataset_registry_restored():
     yield
     _REGISTRY.clear()
     _REGISTRY.update(before)
+
+
+# a cell of every fast method, fitted once per test session
+FAST_SETTINGS = {
+    "map": {"hidden": 2, "restarts": 1, "max_iter": 20},
+    "laplace": {"hidden": 2, "restarts": 1, "max_iter": 20, "cycles": 2},
+    "exact": {"hidden": 0},
+    "vi_gauss": {"hidden": 2, "restarts": 2, "outer_iter": 2, "max_iter": 10},
+    "vi_mixture": {"hidden": 2, "restarts": 1, "outer_iter": 2, "max_iter": 10, "components": 2},
+    "pbp": {"hidden": 3, "epochs": 2},
+}
+
+
+@pytest.fixture(scope="session")
+def method_cells():
+    """Cells of map, laplace, exact, the variational methods and pbp: traces along restart,
+    group, component and epoch dimensions, string and boolean diagnostics."""
+    from bnnsweep.runner import fit_cell
+    from bnnsweep.sweep import Cell
+
+    cells = {}
+    for method, settings in FAST_SETTINGS.items():
+        axes = (("hidden", settings["hidden"]),)
+        if method == "vi_mixture":
+            axes += (("components", 2),)
+        cell = Cell("m", "toy_sine", "default", method, method, 0, axes, settings)
+        cells[method] = fit_cell(cell, log=lambda m: None)
+    return cells

@@ -590,8 +590,8 @@ def test_merge_keys_may_be_overridden_and_every_shipped_config_reads(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["merge", "{notnc}", "--output", "{out}"], "is not a readable cell file"),
-        (["merge", "{trunc}", "--output", "{out}"], "is not a readable cell file"),
+        (["merge", "{notnc}", "--output", "{out}"], "is corrupt: it cannot be read"),
+        (["merge", "{trunc}", "--output", "{out}"], "is corrupt: it cannot be read"),
         (["figure", "error_table", "--merged", "{notnc}", "--output", "{out}.md"], "is not a readable merged file"),
         (["figure", "occam_hill", "--merged", "{trunc}", "--output", "{out}.png"], "is not a readable merged file"),
         (["fit", "--dataset", "toy_sine", "--method", "map", "--set", "hidden", "--output", "{out}"], "--set expects key=value"),

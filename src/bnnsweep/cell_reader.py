@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import netCDF4
 import numpy as np
-import xarray as xr
+
+from .cell_checksum import CHECKSUM_ATTR, checksum_problem, content_checksum, dataset_checksum
 
 # units that xarray's CF decoding turns into datetimes or timedeltas
 _TIME_UNITS = {"days", "hours", "minutes", "seconds", "milliseconds", "microseconds"}
@@ -64,7 +65,10 @@ def _decode(var: netCDF4.Variable) -> tuple[np.ndarray, dict, list[str]]:
     return values, attrs, coords.split() if isinstance(coords, str) else []
 
 
-def _read_plain(path) -> xr.Dataset:
+def read_variables(path) -> tuple[dict, set, dict]:
+    """({name: (dims, values, attrs)}, coordinate names, global attributes) of a file in the
+    plain encoding of the module docstring, through netCDF4 alone (no xarray: a fit job
+    checks its cells with it); ``_NotPlain`` for any other file."""
     with netCDF4.Dataset(path) as nc:
         if nc.groups or nc.data_model != "NETCDF4":
             raise _NotPlain
@@ -73,22 +77,53 @@ def _read_plain(path) -> xr.Dataset:
         variables, coord_names = {}, set()
         for name, var in nc.variables.items():
             values, attrs, listed = _decode(var)
-            variables[name] = xr.Variable(var.dimensions, values, attrs=attrs)
+            variables[name] = (var.dimensions, values, attrs)
             coord_names.update(listed)
             if var.dimensions == (name,):
                 coord_names.add(name)
         attrs = {name: nc.getncattr(name) for name in nc.ncattrs()}
     if not coord_names <= set(variables):
         raise _NotPlain
+    return variables, coord_names, attrs
+
+
+def _read_plain(path):
+    import xarray as xr
+
+    variables, coord_names, attrs = read_variables(path)
+    variables = {name: xr.Variable(*v) for name, v in variables.items()}
     coords = {name: variables.pop(name) for name in list(variables) if name in coord_names}
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
-def read_cell(path) -> xr.Dataset:
-    """The whole content of the NetCDF file ``path``, loaded into memory, as
-    ``xr.open_dataset(path, engine="netcdf4").load()`` gives it (without its encodings)."""
+def read_cell(path):
+    """The whole content of the NetCDF file ``path``, loaded into memory, as an
+    ``xr.Dataset`` equal to ``xr.open_dataset(path, engine="netcdf4").load()`` (without its
+    encodings)."""
     try:
         return _read_plain(path)
     except _NotPlain:
+        import xarray as xr
+
         with xr.open_dataset(path, engine="netcdf4") as ds:
             return ds.load()
+
+
+def integrity_problem(path) -> str | None:
+    """Why the file ``path`` is not an intact file written by bnnsweep (unreadable, without
+    its checksum, or content that does not match it), or None when it is. A cell is read
+    through netCDF4 alone (a fit job checks its cells without importing xarray); a file in
+    an encoding cells do not use, through xarray."""
+    try:
+        try:
+            variables, _, attrs = read_variables(path)
+        except _NotPlain:  # a merged file written through xarray, say
+            return dataset_integrity_problem(read_cell(path))
+    except Exception as err:  # a damaged file fails in any of netCDF4's ways
+        return f"it cannot be read ({err})"
+    return checksum_problem(attrs.get(CHECKSUM_ATTR), content_checksum(variables, attrs))
+
+
+def dataset_integrity_problem(ds) -> str | None:
+    """``integrity_problem`` of a file already read into the ``xr.Dataset`` ``ds``."""
+    return checksum_problem(ds.attrs.get(CHECKSUM_ATTR), dataset_checksum(ds))

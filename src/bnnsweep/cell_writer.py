@@ -11,7 +11,9 @@ them as ``xr.Dataset.to_netcdf`` (engine netcdf4) encodes such a Dataset, with t
 - numeric data variables with dimensions are zlib-compressed (level 4, shuffle);
 - each data variable's ``coordinates`` attribute lists, sorted, the non-dimension
   coordinates whose dimensions are among its own;
-- a variable named as its only dimension is a dimension coordinate, wherever it is given.
+- a variable named as its only dimension is a dimension coordinate, wherever it is given;
+- the global attribute ``content_sha256`` records the content's checksum (``cell_checksum``),
+  verified when the file is merged or checked.
 
 ``tests/test_cell_writer.py`` checks the files against xarray's, variable by variable, for
 cells of every method, and ``CellContent.to_dataset`` gives the same Dataset xarray reads.
@@ -27,6 +29,8 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
+from .cell_checksum import CHECKSUM_ATTR, content_checksum
+
 Variable = tuple[tuple[str, ...], np.ndarray, dict]
 """(dimensions, values, attributes) of one variable."""
 
@@ -40,6 +44,10 @@ class CellContent:
     coords: dict[str, Variable] = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
 
+    def checksum(self) -> str:
+        """The SHA-256 of the content (``cell_checksum``), recorded in the file."""
+        return content_checksum({**self.data_vars, **self.coords}, self.attrs)
+
     def to_dataset(self):
         """The content as an ``xr.Dataset`` (what ``xr.open_dataset`` reads back)."""
         import xarray as xr
@@ -49,7 +57,8 @@ class CellContent:
 
         data = {name: variable(*v) for name, v in self.data_vars.items()}
         coords = {name: variable(*v) for name, v in self.coords.items()}
-        return xr.Dataset(data, coords=coords, attrs=dict(self.attrs))
+        attrs = {**self.attrs, CHECKSUM_ATTR: self.checksum()}
+        return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def variable(values, dims=(), attrs=None) -> Variable:
@@ -120,6 +129,7 @@ def write_cell(content: CellContent, path: str | os.PathLike) -> None:
             _create(nc, name, var, False, "")
         for key, value in content.attrs.items():
             nc.setncattr(key, value)
+        nc.setncattr(CHECKSUM_ATTR, content.checksum())
 
 
 def _umask() -> int:

@@ -1,5 +1,5 @@
 """The ``bnnsweep`` command line: fit one cell or a batch, prepare data, list, merge, draw
-figures, validate and plan a sweep.
+figures, validate and plan a sweep, check a results directory.
 
 The Snakemake rules call these same commands, so a cell run by hand and a cell run by the
 workflow are the same computation. Every command imports only what it needs (the method
@@ -32,8 +32,11 @@ def _parse_set(items: list[str]) -> dict:
         try:
             out[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as err:
-            problem = str(getattr(err, "problem", None) or err).splitlines()[0]
-            raise ValueError(f"--set {item!r}: the value is not valid YAML ({problem})") from None
+            from .config import yaml_problem
+
+            raise ValueError(
+                f"--set {item!r}: the value is not valid YAML ({yaml_problem(err)})"
+            ) from None
     return out
 
 
@@ -153,7 +156,7 @@ def cmd_merge(args) -> int:
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
-    write_result(merge_cells(paths), args.output)
+    write_result(merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output)
     return 0
 
 
@@ -174,7 +177,7 @@ def cmd_fit_batch(args) -> int:
     except json.JSONDecodeError as err:
         raise ValueError(f"batch spec {args.spec!r} is not valid JSON: {err}") from None
     log = _logger(args.log)
-    counts = fit_batch(spec, log, report=_reporter(args.log, log))
+    counts = fit_batch(spec, log, report=_reporter(args.log, log), name=args.spec)
     log(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
     return 0
 
@@ -205,6 +208,51 @@ def cmd_plan(args) -> int:
     results_dir = args.results or config["results_dir"]
     print(plan_table(config, cells, results_dir))
     return 0
+
+
+def _result_files(results_dir: Path) -> list[Path]:
+    """Cell and merged files under a results directory (not prepared data, not the
+    temporary files of unfinished writes, which start with a dot)."""
+    return sorted(
+        p
+        for p in results_dir.rglob("*.nc")
+        if not p.name.startswith(".") and p.relative_to(results_dir).parts[0] != "data"
+    )
+
+
+def cmd_check(args) -> int:
+    from .result_check import CheckReport, check_cells, check_files, fix
+    from .sweep import cell_index
+
+    config_path = args.config
+    if config_path is None and Path("config/config.yaml").is_file():
+        config_path = "config/config.yaml"
+    report, expected = CheckReport(), set()
+    if config_path is not None:
+        config, cells = _config_cells(config_path)
+        results_dir = Path(args.results_dir or config["results_dir"])
+        index = {str(results_dir / f"{key}.nc"): c for key, c in cell_index(cells).items()}
+        report = check_cells(index, check_code=config["code_reruns"])
+        expected = set(index)
+        print(f"cells of {config_path} under {results_dir}:")
+    elif args.results_dir is None:
+        raise ValueError("give a results directory, or --config (no config/config.yaml here)")
+    else:
+        results_dir = Path(args.results_dir)
+        print(f"{results_dir}: no config given, so only corrupt files are found")
+    if not results_dir.is_dir() and config_path is None:
+        raise ValueError(f"results directory {results_dir} does not exist")
+    found = _result_files(results_dir) if results_dir.is_dir() else []
+    extra = check_files([p for p in found if str(p) not in expected])
+    report.corrupt.update(extra.corrupt)
+    report.current += extra.current
+    for line in report.lines():
+        print(line)
+    if args.fix:
+        fix(report, print)
+    elif report.corrupt or report.missing:
+        print("`bnnsweep check --fix` then the same snakemake command refits them")
+    return 0 if report.ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,6 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("inputs", nargs="*", help="cell files to merge")
     merge.add_argument("--list-file", help="file listing cell files, whitespace separated")
     merge.add_argument("--output", required=True, help="the merged file (NetCDF)")
+    merge.add_argument(
+        "--quarantine-corrupt",
+        action="store_true",
+        help="move corrupt cells aside to <cell>.corrupt, so the workflow refits them",
+    )
     merge.set_defaults(func=cmd_merge)
 
     fig = sub.add_parser("figure", help="draw a figure or table from a merged file")
@@ -279,6 +332,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="results directory whose cells calibrate the estimate (default: the config's)",
     )
     plan.set_defaults(func=cmd_plan)
+
+    check = sub.add_parser(
+        "check",
+        help="list missing, corrupt and stale cell files of a config (exit 1 if any)",
+    )
+    check.add_argument(
+        "results_dir", nargs="?", help="results directory (default: the config's results_dir)"
+    )
+    check.add_argument(
+        "--config", help="workflow config whose cells are expected (default: config/config.yaml)"
+    )
+    check.add_argument(
+        "--fix",
+        action="store_true",
+        help="move corrupt files aside to <file>.corrupt and mark their experiments' merged "
+        "files out of date, so that the same snakemake command refits corrupt and missing cells",
+    )
+    check.set_defaults(func=cmd_check)
     return parser
 
 
@@ -301,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         if not isinstance(err, _user_errors()):
             raise
-        print(f"bnnsweep: error: {err}", file=sys.stderr)
+        # one line, whatever the message (a library's may span several)
+        message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        print(f"bnnsweep: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -71,6 +71,16 @@ def _expanded_size(value, limit: int = MAX_CONFIG_NODES) -> int:
     return size(value)
 
 
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error in one line: where (line and column, counted from 1) and what."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    text = f"{where}{problem}" + (f" ({context})" if context else "")
+    return " ".join(text.split())
+
+
 def read_yaml(path: str | Path):
     """A YAML config file: at most ``MAX_CONFIG_BYTES``, no key twice in a mapping, at most
     ``MAX_CONFIG_NODES`` values with aliases expanded; errors name the file."""
@@ -103,7 +113,9 @@ def read_yaml(path: str | Path):
             message if message.startswith(prefix) else f"{prefix}: {message}"
         ) from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+        raise ConfigError(
+            f"config file {str(path)!r} is not valid YAML at {yaml_problem(err)}"
+        ) from None
     finally:
         loader.dispose()
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import __version__
 from .axes import AXES
+from .cell_checksum import CHECKSUM_ATTR, dataset_checksum
 from .cell_writer import CellContent, variable, write_atomic
 from .datasets.base import Split
 from .method_base import FitResult
@@ -234,7 +235,11 @@ def cell_summary(content: CellContent) -> str:
 
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write an ``xr.Dataset`` atomically (``cell_writer.write_atomic``), numeric data
-    variables with dimensions zlib-compressed."""
+    variables with dimensions zlib-compressed, its content's checksum recorded
+    (``cell_checksum``)."""
+    ds = ds.copy(deep=False)
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != CHECKSUM_ATTR}
+    ds.attrs[CHECKSUM_ATTR] = dataset_checksum(ds)
     encoding = {
         name: {"zlib": True, "complevel": 4}
         for name, var in ds.data_vars.items()
@@ -326,9 +331,30 @@ def concat_runs(datasets: list[xr.Dataset]) -> xr.Dataset:
     )
 
 
-def merge_cells(paths) -> xr.Dataset:
+class CorruptCells(ValueError):
+    """Cell files that are unreadable or do not match their checksum, named one per line."""
+
+    def __init__(self, problems: dict[str, str], moved: dict[str, str]):
+        self.problems, self.moved = problems, moved
+        lines = []
+        for path, why in problems.items():
+            where = f"; moved to {moved[path]}" if path in moved else ""
+            lines.append(f"{path} is corrupt: {why}{where}")
+        hint = (
+            "run the same command again to refit the moved cells"
+            if moved
+            else "refit or remove them"
+        )
+        super().__init__(f"{len(problems)} corrupt cell file(s), {hint}: " + "; ".join(lines))
+
+
+def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
     coordinates become coordinates of ``run``.
+
+    Every cell is verified against its checksum (``cell_checksum``) first; unreadable or
+    altered cells are all named in one ``CorruptCells`` error, and with
+    ``quarantine_corrupt`` moved aside (``quarantine``) so that the workflow refits them.
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
     Axes a method does not use hold their 'not applicable' value (``axes.AXES``).
@@ -338,16 +364,30 @@ def merge_cells(paths) -> xr.Dataset:
     """
     import xarray as xr
 
-    from .cell_reader import read_cell
+    from .cell_reader import dataset_integrity_problem, read_cell
+    from .result_check import quarantine
 
+    cells, problems = [], {}
+    for path in sorted((str(p) for p in paths), key=natural_order):
+        if not Path(path).is_file():
+            raise ValueError(f"{path} is not a cell file: no such file")
+        try:
+            ds = read_cell(path)
+            cells.append((path, ds))
+        except Exception as err:  # a damaged file fails in any of netCDF4's ways
+            problems[path] = f"it cannot be read ({err})"
+            continue
+        if (why := dataset_integrity_problem(ds)) is not None:
+            problems[path] = why
+    if problems:
+        moved = (
+            {p: str(quarantine(p, w)) for p, w in problems.items()} if quarantine_corrupt else {}
+        )
+        raise CorruptCells(problems, moved)
     datasets = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     seen: dict[str, str] = {}
-    for path in sorted((str(p) for p in paths), key=natural_order):
-        try:
-            ds = read_cell(path)
-        except (OSError, ValueError, RuntimeError) as err:
-            raise ValueError(f"{path} is not a readable cell file ({err})") from None
+    for path, ds in cells:
         if "run" in ds.dims:
             raise ValueError(f"{path} is already a merged file, not a cell file")
         cell_id = ds.attrs.get("title", "").removeprefix("bnnsweep cell ") or path

@@ -20,8 +20,9 @@ from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
+from .result_check import is_current
 from .results import cell_content, cell_summary, write_netcdf_atomic
-from .sweep import Cell, cell_from_spec, code_version
+from .sweep import Cell, code_version, read_batch_spec
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
 _WRITE_HINTS = {
@@ -234,36 +235,6 @@ def fit_cell_to_file(cell: Cell, output, data_path=None, log=print, report=None)
 # --- a batch of cells in one process ------------------------------------------------------
 
 
-def is_current(path: str | Path, cell: Cell, check_code: bool = True) -> bool:
-    """Whether ``path`` is a readable cell file of exactly this cell: same sweep key,
-    settings and (with ``check_code``) code version. Anything else (missing, corrupt,
-    another setting or an older version of the method's code) is refitted."""
-    import netCDF4
-
-    wanted = current_attrs(cell)
-    if not check_code:
-        wanted.pop("code_version")
-    try:
-        with netCDF4.Dataset(path) as nc:
-            recorded = {name: nc.getncattr(name) for name in wanted}
-            nc["runtime_s"][...]  # the data section is readable too
-    except (OSError, KeyError, AttributeError, IndexError, RuntimeError):
-        return False
-    return recorded == wanted
-
-
-def current_attrs(cell: Cell) -> dict[str, str]:
-    """What a cell file must record to count as this cell, fitted by the current code."""
-    import json
-
-    return {
-        "cell_json": json.dumps(cell.key(), sort_keys=True),
-        "settings_json": json.dumps(cell.settings, sort_keys=True),
-        "method_name": cell.method_name,
-        "code_version": code_version(cell.method_name),
-    }
-
-
 def _cell_logger(path: str | None, batch_log):
     """Log one cell to the batch log and append to the cell's own log file, counted lines
     with the cell's own time left (``progress.ProgressLog``, fresh for each cell)."""
@@ -282,7 +253,7 @@ def _cell_logger(path: str | None, batch_log):
     return ProgressLog(write)
 
 
-def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
+def fit_batch(spec: dict, log=print, report=None, name: str = "") -> dict[str, int]:
     """Fit the cells of a batch spec (``{"vectorise": bool, "cells": [{"cell": cell spec,
     "output": path, "data": path or None, "log": path or None}, ...]}``) in this process and
     write each cell's own file atomically as soon as it is done.
@@ -292,10 +263,10 @@ def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
     dataset and settings run as one ``fit_many`` (when the method has it); the others one
     after another. ``report`` (e.g. ``print``) gets a line per fitted cell: its place in
     the batch and its summary (``results.cell_summary``). Returns counts of cells
-    ``fitted`` and ``skipped``.
+    ``fitted`` and ``skipped``. A spec of another shape is a ValueError naming ``name``
+    (its file) and the key (``sweep.read_batch_spec``).
     """
-    entries = [dict(e, cell=cell_from_spec(e["cell"])) for e in spec["cells"]]
-    check_code = spec.get("code_reruns", True)
+    vectorise, check_code, entries = read_batch_spec(spec, name or "given")
     todo = [e for e in entries if not is_current(e["output"], e["cell"], check_code)]
     for e in entries:
         if e not in todo:
@@ -304,7 +275,7 @@ def fit_batch(spec: dict, log=print, report=None) -> dict[str, int]:
     fitted = 0
     for e in todo:
         cell = e["cell"]
-        many = spec.get("vectorise") and get_method(cell.method_name).fit_many is not None
+        many = vectorise and get_method(cell.method_name).fit_many is not None
         key = (cell.method_name, cell.dataset, json_key(cell.settings)) if many else (id(e),)
         groups.setdefault(key, []).append(e)
     for group in groups.values():

@@ -270,6 +270,46 @@ def batch_spec(
     }
 
 
+_CELL_TEXT_KEYS = ("experiment", "dataset", "split", "method", "method_name")
+
+
+def _checked(value, kind, where: str, what: str):
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ValueError(f"{where} must be {what}, got {json.dumps(value, default=str)[:60]}")
+    return value
+
+
+def read_batch_spec(spec, name: str) -> tuple[bool, bool, list[dict]]:
+    """(vectorise, code_reruns, entries) of a batch spec (``batch_spec``) read from the
+    file ``name``, every entry's ``cell`` made a ``Cell``; a ValueError naming the file and
+    the key for anything of another shape (a spec is written by the workflow, but may have
+    been edited or damaged)."""
+    where = f"batch spec {name}"
+    _checked(spec, dict, where, "a JSON object")
+    vectorise = _checked(spec.get("vectorise", False), bool, f"{where}: vectorise", "true/false")
+    reruns = _checked(spec.get("code_reruns", True), bool, f"{where}: code_reruns", "true/false")
+    cells = _checked(spec.get("cells"), list, f"{where}: cells", "a list")
+    entries = []
+    for i, entry in enumerate(cells):
+        at = f"{where}: cells[{i}]"
+        _checked(entry, dict, at, "an object")
+        _checked(entry.get("output"), str, f"{at}.output", "a path")
+        for key in ("data", "log", "code_version"):
+            if entry.get(key) is not None:
+                _checked(entry[key], str, f"{at}.{key}", "a string")
+        cell = _checked(entry.get("cell"), dict, f"{at}.cell", "an object")
+        for key in _CELL_TEXT_KEYS:
+            _checked(cell.get(key), str, f"{at}.cell.{key}", "a string")
+        _checked(cell.get("seed"), int, f"{at}.cell.seed", "an integer")
+        _checked(cell.get("settings"), dict, f"{at}.cell.settings", "an object")
+        for axis in _checked(cell.get("axes"), list, f"{at}.cell.axes", "a list"):
+            pair = _checked(axis, list, f"{at}.cell.axes", "a list of [name, value] pairs")
+            if len(pair) != 2 or not isinstance(pair[0], str):
+                raise ValueError(f"{at}.cell.axes must be a list of [name, value] pairs")
+        entries.append(dict(entry, cell=cell_from_spec(cell)))
+    return vectorise, reruns, entries
+
+
 def write_spec(spec: dict, directory: str | Path) -> tuple[Path, str]:
     """Write ``spec`` as JSON under ``directory``, named by the hash of its content (so a
     changed cell, setting or code version gives another file, and a file never changes);

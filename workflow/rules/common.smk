@@ -11,6 +11,12 @@ def cell_files(experiment):
     ]
 
 
+def repair_log(experiment):
+    """The experiment's repair log, if cells were ever moved aside or found missing."""
+    path = Path(RESULTS) / experiment / REPAIR_LOG
+    return [str(path)] if path.exists() else []
+
+
 def figure_files(experiment):
     out = []
     for kind in EXPERIMENTS[experiment]["figures"]:

@@ -46,6 +46,8 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
+from ..cell_checksum import CHECKSUM_ATTR
+from ..cell_reader import dataset_integrity_problem
 from ..results import with_run_test_data
 from ._common import method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
@@ -91,15 +93,20 @@ __all__ = [
 
 
 def load_merged(path: str | os.PathLike) -> xr.Dataset:
-    """Read a merged NetCDF file fully into memory and close it; an unreadable one is a
-    ValueError naming it."""
+    """Read a merged NetCDF file fully into memory and close it; an unreadable one, or one
+    whose content does not match the checksum it records, is a ValueError naming it.
+    (Merged files written before checksums were recorded are read unverified: they are
+    derived, and ``bnnsweep merge`` writes them again with one.)"""
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
-            return ds.load()
+            ds = ds.load()
     except FileNotFoundError:
         raise
     except (OSError, ValueError, RuntimeError) as err:
         raise ValueError(f"{path} is not a readable merged file ({err})") from None
+    if CHECKSUM_ATTR in ds.attrs and (why := dataset_integrity_problem(ds)) is not None:
+        raise ValueError(f"{path} is corrupt: {why}; merge its cells again")
+    return ds
 
 
 def _output_path(kind: str, suffix: str, output_path) -> Path:

@@ -1,0 +1,103 @@
+"""A checksum of a result file's content, written into the file and verified when it is read.
+
+A cell or merged file truncated or altered after it was written may still open: HDF5 finds
+nothing wrong with a flipped byte in a compressed chunk that still inflates, or with a file
+whose modification time was set back. Each file bnnsweep writes therefore records, in the
+global attribute ``content_sha256``, the SHA-256 of its content in a canonical form that does
+not depend on how the file is encoded or read back (netCDF4 directly, or xarray):
+
+- every variable (data and coordinate alike), in name order: its name, dimensions, shape,
+  a type tag and its values: booleans as bytes, integers as little-endian int64,
+  floating-point numbers little-endian at their own width with every NaN the same NaN,
+  strings as UTF-8, each with its length (a missing string, which a file holds as empty,
+  as the empty string);
+- each variable's attributes, except those that only say how it is encoded
+  (``_FillValue``, ``coordinates``, ``dtype``);
+- the global attributes, except the checksum itself.
+
+Attributes are hashed as JSON of their values made flat lists (netCDF returns a one-element
+array attribute as a scalar, a Python int as numpy int64).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+CHECKSUM_ATTR = "content_sha256"
+ENCODING_ATTRS = frozenset({"_FillValue", "coordinates", "dtype"})
+
+
+def _attrs_json(attrs: Mapping, skip: Iterable[str]) -> bytes:
+    skip = set(skip)
+    flat = {
+        str(key): np.asarray(value).ravel().tolist()
+        for key, value in attrs.items()
+        if key not in skip
+    }
+    return json.dumps(flat, sort_keys=True, default=str).encode()
+
+
+def _text(item) -> str:
+    """A string array's item; a missing one (None, NaN: an outer join's fill) is written and
+    read back as the empty string."""
+    if item is None or (isinstance(item, float) and item != item):
+        return ""
+    return str(item)
+
+
+def _values_bytes(values: np.ndarray) -> tuple[bytes, bytes]:
+    """(type tag, canonical bytes) of an array's values."""
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind == "b":
+        return b"b", values.astype(np.uint8).tobytes()
+    if kind in "iu":
+        return b"i", values.astype("<i8").tobytes()
+    if kind == "f":
+        canonical = values.astype(values.dtype.newbyteorder("<"))
+        canonical = np.where(np.isnan(canonical), np.nan, canonical).astype(canonical.dtype)
+        return f"f{canonical.dtype.itemsize}".encode(), canonical.tobytes()
+    if kind in "UOS":
+        parts = []
+        for item in values.ravel():
+            text = item.decode() if isinstance(item, bytes) else _text(item)
+            encoded = text.encode()
+            parts.append(len(encoded).to_bytes(8, "little") + encoded)
+        return b"U", b"".join(parts)
+    raise TypeError(f"cannot checksum values of type {values.dtype}")
+
+
+def content_checksum(variables: Mapping[str, tuple], attrs: Mapping) -> str:
+    """The hexadecimal SHA-256 of ``variables`` ({name: (dims, values, attrs)}) and the
+    global ``attrs``, in the canonical form of the module docstring."""
+    digest = hashlib.sha256()
+    for name in sorted(variables):
+        dims, values, var_attrs = variables[name]
+        values = np.asarray(values)
+        tag, data = _values_bytes(values)
+        header = json.dumps([name, list(dims), list(values.shape)]).encode()
+        for part in (header, tag, data, _attrs_json(var_attrs, ENCODING_ATTRS)):
+            digest.update(len(part).to_bytes(8, "little"))
+            digest.update(part)
+    digest.update(_attrs_json(attrs, {CHECKSUM_ATTR}))
+    return digest.hexdigest()
+
+
+def dataset_checksum(ds) -> str:
+    """``content_checksum`` of an ``xr.Dataset`` (its data variables and coordinates)."""
+    variables = {name: (var.dims, var.values, var.attrs) for name, var in ds.variables.items()}
+    return content_checksum(variables, ds.attrs)
+
+
+def checksum_problem(recorded, computed: str) -> str | None:
+    """Why a file whose attribute records ``recorded`` and whose content hashes to
+    ``computed`` is not intact, or None when it is."""
+    if recorded is None:
+        return f"it records no {CHECKSUM_ATTR} (written by an older bnnsweep, or altered)"
+    if str(recorded) != computed:
+        return "its content does not match its checksum (altered or damaged after writing)"
+    return None
