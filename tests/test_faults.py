@@ -19,7 +19,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from bnnsweep import cell_writer, runner
+from bnnsweep import atomic_file, cell_writer, runner
 from bnnsweep.compare import differing_variables
 from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, forget_owner, record_owner
 from bnnsweep.sweep import Cell
@@ -371,7 +371,7 @@ def test_unwritable_results_directory(fitted, tmp_path, monkeypatch):
         def denied(*args, **kwargs):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(cells))
 
-        monkeypatch.setattr(cell_writer.tempfile, "mkstemp", denied)
+        monkeypatch.setattr(atomic_file.tempfile, "mkstemp", denied)
     with pytest.raises(runner.WriteError, match="directory is not writable"):
         runner.write_result(fitted, out)
     assert not list(cells.iterdir())

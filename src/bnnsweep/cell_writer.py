@@ -22,13 +22,13 @@ cells of every method, and ``CellContent.to_dataset`` gives the same Dataset xar
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 
+from .atomic_file import write_atomic
 from .cell_checksum import CHECKSUM_ATTR, content_checksum
 
 Variable = tuple[tuple[str, ...], np.ndarray, dict]
@@ -130,43 +130,6 @@ def write_cell(content: CellContent, path: str | os.PathLike) -> None:
         for key, value in content.attrs.items():
             nc.setncattr(key, value)
         nc.setncattr(CHECKSUM_ATTR, content.checksum())
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and setting it back)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | os.PathLike, write) -> Path:
-    """``write(temporary path)`` into the target directory, fsync, then rename over
-    ``path``, so that an interrupted write never leaves a file that looks complete. The file
-    gets the permissions the umask gives a new file (0644 under the usual 022). A symbolic
-    link, directory, FIFO or device at ``path`` is refused, not replaced."""
-    path = Path(path)
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        kind = (
-            "symbolic link"
-            if path.is_symlink()
-            else "directory"
-            if path.is_dir()
-            else "special file"
-        )
-        raise ValueError(f"{path} is a {kind}, not a regular file: refusing to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp.nc", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: collaborators could not read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_cell_atomic(content: CellContent, path: str | os.PathLike) -> Path:

@@ -97,7 +97,12 @@ def read_yaml(path: str | Path):
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {str(path)!r} is not UTF-8 text: {err}") from None
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # its reader refuses control characters at once
+    except yaml.YAMLError as err:
+        raise ConfigError(
+            f"config file {str(path)!r} is not valid YAML: {yaml_problem(err)}"
+        ) from None
     try:
         node = loader.get_single_node()
         if node is not None and _node_size(node) > MAX_CONFIG_NODES:

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import __version__
+from .atomic_file import write_atomic
 from .axes import AXES
 from .cell_checksum import CHECKSUM_ATTR, dataset_checksum
-from .cell_writer import CellContent, variable, write_atomic
+from .cell_writer import CellContent, variable
 from .datasets.base import Split
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
@@ -234,7 +235,7 @@ def cell_summary(content: CellContent) -> str:
 
 
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
-    """Write an ``xr.Dataset`` atomically (``cell_writer.write_atomic``), numeric data
+    """Write an ``xr.Dataset`` atomically (``atomic_file.write_atomic``), numeric data
     variables with dimensions zlib-compressed, its content's checksum recorded
     (``cell_checksum``)."""
     ds = ds.copy(deep=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import datasets
+from .atomic_file import remove_stale_temporaries
 from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
@@ -178,16 +179,6 @@ def fit_many_cells(
         _flag_non_finite(result)
         out.append(_content(cell, result, split, settings, cell_log, cpu))
     return out
-
-
-def remove_stale_temporaries(output: str | Path) -> list[Path]:
-    """Delete temporary files an earlier, killed write of ``output`` left beside it
-    (``.<name>.*.tmp.nc``). Only one job writes a given output at a time."""
-    output = Path(output)
-    stale = list(output.parent.glob(f".{output.name}.*.tmp.nc")) if output.parent.is_dir() else []
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return stale
 
 
 def write_result(ds, output: str | Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cell_writer import write_atomic
+from ..atomic_file import write_atomic
 from .base import Dataset, DatasetError, Split
 
 FORMAT = "bnnsweep-dataset-1"

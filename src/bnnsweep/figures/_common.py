@@ -17,6 +17,7 @@ import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..atomic_file import write_atomic
 from ..axes import NOT_APPLICABLE
 
 RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", *NOT_APPLICABLE)
@@ -99,8 +100,9 @@ def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, floa
 
 
 def save_figure(fig: Figure, path) -> None:
+    """Save ``fig`` as PNG, whole or not at all (``atomic_file.write_atomic``)."""
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI, format="png", bbox_inches="tight")
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", bbox_inches="tight"))
     fig.clear()
 
 

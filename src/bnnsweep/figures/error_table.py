@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..atomic_file import write_atomic
 from ..axes import NOT_APPLICABLE
 from ._common import mean_se, runs_frame
 from .published import format_references
@@ -95,7 +96,7 @@ def write_table(table: pd.DataFrame, path) -> list[Path]:
     """Write ``<stem>.md`` and ``<stem>.csv`` next to ``path``; return both paths."""
     path = Path(path)
     md, csv = path.with_suffix(".md"), path.with_suffix(".csv")
-    md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text(to_markdown(table), encoding="utf-8")
-    table.to_csv(csv, index=False, float_format="%.10g")
+    text = to_markdown(table)
+    write_atomic(md, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_atomic(csv, lambda tmp: table.to_csv(tmp, index=False, float_format="%.10g"))
     return [md, csv]
