@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type, ...]:
     """Errors that mean bad input (one line, exit 2), imported only when one occurred."""
-    from .runner import WriteError
+    from .atomic_file import WriteError
 
     # ConfigError, DatasetError and SettingsError are ValueErrors; an OSError (a file that is
     # not NetCDF, truncated or unreadable) names its file in its message

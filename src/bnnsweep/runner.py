@@ -6,41 +6,23 @@ and turn the result into the cell's dataset. Numerical failure inside the method
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
-import resource
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
 from . import datasets
-from .atomic_file import remove_stale_temporaries
+from .atomic_file import WriteError  # noqa: F401 - raised by write_result
 from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
-from .result_check import is_current
+from .result_check import is_current, quarantine
 from .results import cell_content, cell_summary, write_netcdf_atomic
 from .sweep import Cell, code_version, read_batch_spec
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
-_WRITE_HINTS = {
-    errno.ENOSPC: "the disk is full",
-    errno.EDQUOT: "the disk quota is exhausted",
-    errno.EFBIG: "the file size limit was reached",
-    errno.EACCES: "the directory is not writable",
-    errno.EPERM: "the directory is not writable",
-    errno.EROFS: "the file system is read-only",
-}
-
-
-class WriteError(RuntimeError):
-    """A result file could not be written (full disk, unwritable directory); no partial file
-    is left under the output's name."""
-
-
 _DATA_FILES: dict[tuple, datasets.Dataset] = {}
 
 
@@ -183,34 +165,11 @@ def fit_many_cells(
 
 def write_result(ds, output: str | Path) -> Path:
     """Write a cell's ``CellContent`` or an ``xr.Dataset`` (a merged file) atomically to
-    ``output``; any failure becomes a WriteError that names the file and, where the system
-    says so, the reason (full disk, permissions)."""
-    output = Path(output)
-    remove_stale_temporaries(output)
-    try:
-        if isinstance(ds, CellContent):
-            return write_cell_atomic(ds, output)
-        return write_netcdf_atomic(ds, output)
-    except (OSError, RuntimeError) as err:
-        raise WriteError(f"cannot write {output}{_write_hint(err, output)}: {err}") from err
-
-
-def _write_hint(err: BaseException, output: Path) -> str:
-    """Why a write failed, as far as the system tells: the errno, else (the HDF5 library
-    reports every failed write as 'HDF error') the file size limit or the free space."""
-    reason = _WRITE_HINTS.get(getattr(err, "errno", None))
-    if reason is None:
-        size_limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if size_limit != resource.RLIM_INFINITY:
-            reason = f"the file size limit (ulimit -f) is {size_limit} bytes"
-    try:
-        free = shutil.disk_usage(output.parent).free / 2**20
-    except OSError:
-        free = None
-    if reason is None and free is not None and free < 100:
-        reason = "the disk is full"
-    space = f"; {free:.0f} MB free there" if free is not None else ""
-    return f" ({reason}{space})" if reason else f" ({space[2:]})" if space else ""
+    ``output``; any failure is an ``atomic_file.WriteError`` that names the file and, where
+    the system says so, the reason (full disk, permissions)."""
+    if isinstance(ds, CellContent):
+        return write_cell_atomic(ds, output)
+    return write_netcdf_atomic(ds, output)
 
 
 def fit_cell_to_file(cell: Cell, output, data_path=None, log=print, report=None) -> Path:
@@ -258,6 +217,23 @@ def fit_batch(spec: dict, log=print, report=None, name: str = "") -> dict[str, i
     (its file) and the key (``sweep.read_batch_spec``).
     """
     vectorise, check_code, entries = read_batch_spec(spec, name or "given")
+    try:
+        return _fit_entries(entries, vectorise, check_code, log, report)
+    except datasets.DataFileError as err:
+        # a damaged prepared file: moved aside, so the same snakemake command prepares it
+        # again (a batch job's data is the workflow's own derived file)
+        if err.path is None or not Path(err.path).is_file():
+            raise
+        bad = {e["data"] for e in entries if e.get("data") and Path(e["data"]) == Path(err.path)}
+        if not bad:
+            raise
+        moved = [f"{path} moved to {quarantine(path, str(err))}" for path in bad]
+        raise datasets.DataFileError(
+            f"{err}; {', '.join(moved)}: the same command prepares it again"
+        ) from None
+
+
+def _fit_entries(entries, vectorise, check_code, log, report) -> dict[str, int]:
     todo = [e for e in entries if not is_current(e["output"], e["cell"], check_code)]
     for e in entries:
         if e not in todo:

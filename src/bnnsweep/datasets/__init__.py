@@ -23,12 +23,13 @@ from . import (  # noqa: F401  (registration)
     toy_nrd,
     uci,
 )
-from .base import Dataset, DatasetError, Split
+from .base import DataFileError, Dataset, DatasetError, Split
 from .registry import entry, names
 from .store import load_netcdf, save_netcdf
 from .uci import uci_split_indices
 
 __all__ = [
+    "DataFileError",
     "Dataset",
     "DatasetError",
     "Split",

@@ -11,6 +11,14 @@ class DatasetError(ValueError):
     """Invalid dataset input: unknown name or split, bad file, NaN, wrong shape or checksum."""
 
 
+class DataFileError(DatasetError):
+    """A prepared dataset file that cannot be read or does not match its checksum."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
+
+
 @dataclass(frozen=True)
 class Split:
     """One train/test partition, already preprocessed for fitting.

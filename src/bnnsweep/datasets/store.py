@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic_file import write_atomic
-from .base import Dataset, DatasetError, Split
+from .base import DataFileError, Dataset, DatasetError, Split
 
 FORMAT = "bnnsweep-dataset-1"
 _FIELDS = ("x_train", "y_train", "x_test", "y_test", "y_mean", "y_scale")
@@ -133,7 +133,7 @@ def load_netcdf(path: str | Path) -> Dataset:
                     "`bnnsweep prepare` (sha256 attribute); prepare the file again"
                 )
     except DatasetError as exc:
-        raise DatasetError(f"{path}: {exc}") from exc
-    except (OSError, KeyError, ValueError, IndexError, RuntimeError) as exc:
-        raise DatasetError(f"{path}: cannot read dataset file ({exc})") from exc
+        raise DataFileError(f"{path}: {exc}", path) from exc
+    except Exception as exc:  # a damaged file fails in any of netCDF4's or json's ways
+        raise DataFileError(f"{path}: cannot read dataset file ({exc})", path) from exc
     return Dataset(name=name, splits=splits, metadata=metadata)

@@ -160,8 +160,8 @@ def split_rows(recipe: dict, n: int, split_column, where: str) -> dict[str, np.n
 
 def build_splits(spec: dict, name: str) -> dict[str, Split]:
     """The splits of user dataset ``name`` from its config entry ``spec``."""
-    where = _where(name)
-    columns = read_table(Path(spec["file"]), where)
+    columns = read_table(Path(spec["file"]), _where(name))
+    where = f"{_where(name)}, file {spec['file']}"  # what follows is about the file's content
     task = spec["task"]
     targets = list(spec["targets"])
     split_column = spec["splits"].get("column")
