@@ -302,3 +302,24 @@ def test_objective_error_is_a_difference_of_kls(seed, n):
     lq = np.log(0.5 * (1 + s_cond[None][..., free] * plus_free)).sum(-1)
     kl_plus = np.sum(np.exp(lq) * (lq - logp_cond), -1)  # (K, P)
     np.testing.assert_allclose(f - exact, kl_minus[:, None] - kl_plus, atol=1e-9)
+
+
+def test_joint_accuracy_scores_against_enumeration():
+    """engines.boltzmann.ensemble: the 4.26 differences are the approximate minus the exact
+    correlations; M = 1 is plain mean field; more components do better on average."""
+    from bnnsweep.engines.boltzmann.ensemble import joint_accuracy
+
+    rng = np.random.default_rng(12)
+    w, b = _machines(rng, 20, 7)
+    temps = mf.geometric_temperatures(60, 1, 8)
+    one = joint_accuracy(w, b, 1, temps, max_sweeps=100)
+    ref = mf.mean_field_anneal(w, b, np.zeros((20, 7)), temps, max_sweeps=100)
+    ex = bm.exact_phase(w, b)
+    iu = np.triu_indices(7, 1)
+    want = (ref.means[:, iu[0]] * ref.means[:, iu[1]]) - ex.correlations[:, 0][:, iu[0], iu[1]]
+    np.testing.assert_allclose(one.pair_errors, want, atol=1e-12)
+    np.testing.assert_allclose(one.pair_sq_error, (want**2).sum(-1), atol=1e-12)
+    np.testing.assert_allclose(one.log_partition, ex.log_partition[:, 0])
+    three = joint_accuracy(w, b, 3, temps, rng=rng, max_sweeps=60)
+    assert three.pair_sq_error.mean() < one.pair_sq_error.mean()
+    assert np.all(three.bound <= three.log_partition + 1e-9)

@@ -5,11 +5,13 @@
   (4.16-4.24 and the fixed points 2.33-2.37 for ±1 units);
 - ``phases``: one phase (clamped or joint) of a machine by either family;
 - ``objective``: F = L+ - L- (4.12), its gradient (4.15, 4.25), Galland's error (4.27);
-- ``learning``: gradient ascent on F with the joint started zero, conditional or previous.
+- ``learning``: gradient ascent on F with the joint started zero, conditional or previous;
+- ``ensemble``: accuracy of the joint approximation over random machines (§4.5.1).
 
 The model and its exact enumeration are in ``bnnsweep.models.boltzmann``.
 """
 
+from .ensemble import JointAccuracy, joint_accuracy
 from .learning import JOINT_INITS, LearningHistory, fit_boltzmann, fit_boltzmann_exact
 from .mean_field import (
     MeanFieldResult,
@@ -43,6 +45,7 @@ from .phases import Q_FAMILIES, PhaseResult, initial_state, phase_moments, run_p
 
 __all__ = [
     "JOINT_INITS",
+    "JointAccuracy",
     "Q_FAMILIES",
     "LearningHistory",
     "MeanFieldResult",
@@ -55,6 +58,7 @@ __all__ = [
     "geometric_temperatures",
     "inconsistent_joint",
     "init_mixture",
+    "joint_accuracy",
     "initial_state",
     "mean_field_anneal",
     "mean_field_bound",
