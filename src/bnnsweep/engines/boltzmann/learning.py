@@ -32,6 +32,7 @@ from .objective import (
 from .phases import initial_state, phase_machine, phase_moments, run_phase
 
 JOINT_INITS = ("zero", "conditional", "previous")
+PLUS_INITS = ("zero", "previous")
 
 
 class LearningHistory(NamedTuple):
@@ -83,7 +84,8 @@ def fit_boltzmann(
 ) -> LearningHistory:
     """Gradient ascent on F for K machines at once (weights (K, n, n), biases (K, n)).
 
-    ``data`` (P, len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a
+    ``plus_init`` starts the clamped phase from zero at every iteration or from its previous
+    state. ``data`` (P, len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a
     subset of ``plus_clamped``: the inputs of a supervised task) are clamped in the joint too;
     the others in ``plus_clamped`` are outputs, scored by 4.27 and by ``stop_within`` (stop
     when every output mean is within it of its target, Galland's 0.2). ``components`` is M
@@ -95,6 +97,8 @@ def fit_boltzmann(
     """
     if joint_init not in JOINT_INITS:
         raise ValueError(f"joint_init must be one of {JOINT_INITS}, got {joint_init!r}")
+    if plus_init not in PLUS_INITS:
+        raise ValueError(f"plus_init must be one of {PLUS_INITS}, got {plus_init!r}")
     start = time.process_time()
     w = np.array(weights, float)
     b = np.array(biases, float)
