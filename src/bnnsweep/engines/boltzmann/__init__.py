@@ -9,6 +9,22 @@
 - ``ensemble``: accuracy of the joint approximation over random machines (§4.5.1).
 
 The model and its exact enumeration are in ``bnnsweep.models.boltzmann``.
+
+Reconstructions of garbled equations (notes on the thesis) and what the tests found:
+
+- energy 1/2 sum_{i!=j} w_ij s_i s_j + sum_i b_i s_i (4.1-4.2): right; with it the one-unit
+  conditional is tanh of the field, 4.10 is the stationary point of 4.13 and d ln Z/dw_ij =
+  <s_i s_j> (4.6), all by enumeration / finite differences;
+- 4.13-4.14 need the sums and the 1/2: right (bound <= ln Z for any means; stationary at 4.10);
+- 4.15, 4.21, 4.25, 4.26 are right as printed (4.15/4.25 are the derivative of F at fixed Q);
+- 4.23: the reconstruction is right, E'(k,m) = field/T + 1/2 ln[R(+|m)/R(-|m)]
+  - 1/2 sum_m' lambda_m' pi^k(m',m)[R(+|m') - R(-|m')]; it zeroes the bound's derivative,
+  the printed form does not;
+- 2.34 ("-" on the lambda term), 2.36 (alpha_k = Q(k)), 2.37 (lambda_m = Q(m)/sum_k Q(k)
+  pi(m,k)) carried to ±1 units: right, each an exact coordinate maximiser;
+- 4.27: right, F_obs = -sum_{i in O} ln Q-(s_i = v_i);
+- 1.41-1.42 (not in the notes): the sign is wrong; F - ln P(V) = KL(Q- || P(H,V))
+  - KL(Q+ || P(H|V)).
 """
 
 from .ensemble import JointAccuracy, joint_accuracy
