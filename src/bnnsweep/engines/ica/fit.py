@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize
@@ -132,11 +131,15 @@ def prune_source(state: VBICAState, source: int, t, prior_without: ICAPrior) -> 
     return update_sources(smaller, jnp.asarray(t), combination_tables(prior_without.sources))
 
 
-@partial(jax.jit, static_argnames=("max_inner",))
-def inner_sweeps(state: VBICAState, t, hyper: Hyper, tables, max_inner: int, inner_tol):
-    """Up to ``max_inner`` sweeps mu -> x -> W (§6.5.5), stopping when a sweep gains less
-    than ``inner_tol`` * max(1, |L|); returns the state, the bound after each of the 3 *
-    max_inner updates (nan after the last sweep run) and the number of sweeps run."""
+SWEEP_CHUNK = 32  # sweeps per compiled call: one program whatever max_inner is
+
+
+@jax.jit
+def inner_sweeps(state: VBICAState, t, hyper: Hyper, tables, n_sweeps, inner_tol):
+    """Up to ``n_sweeps`` (<= SWEEP_CHUNK) sweeps mu -> x -> W (§6.5.5), stopping when a
+    sweep gains less than ``inner_tol`` * max(1, |L|); returns the state, the bound after
+    each of the 3 * SWEEP_CHUNK updates (nan after the last sweep run), the number of sweeps
+    run and whether the gain fell below the tolerance."""
 
     def sweep(carry):
         state, k, trace, bound, _ = carry
@@ -151,11 +154,11 @@ def inner_sweeps(state: VBICAState, t, hyper: Hyper, tables, max_inner: int, inn
         return state, k + 1, trace, b_w, gain < inner_tol * jnp.maximum(1.0, jnp.abs(b_w))
 
     def more(carry):
-        return (carry[1] < max_inner) & ~carry[4]
+        return (carry[1] < jnp.minimum(n_sweeps, SWEEP_CHUNK)) & ~carry[4]
 
-    start = (state, 0, jnp.full((max_inner, 3), jnp.nan), lower_bound(state, t, hyper), False)
-    state, k, trace, _, _ = jax.lax.while_loop(more, sweep, start)
-    return state, trace.reshape(-1), k
+    start = (state, 0, jnp.full((SWEEP_CHUNK, 3), jnp.nan), lower_bound(state, t, hyper), False)
+    state, k, trace, _, converged = jax.lax.while_loop(more, sweep, start)
+    return state, trace.reshape(-1), k, converged
 
 
 def collapsed_objective(w_mean, state: VBICAState, t, hyper: Hyper, tables):
@@ -218,10 +221,19 @@ def _run(
         if collapsed_mixing:
             state = collapsed_mixing_step(state, tj, hyper, tables)
             record(float(lower_bound(state, tj, hyper)), "W,x collapsed")
-        state, sweeps, n_sweeps = inner_sweeps(state, tj, hyper, tables, max_inner, inner_tol)
-        sweeps = np.asarray(sweeps)[: 3 * int(n_sweeps)]
-        for value, label in zip(sweeps, ["mu", "x", "W"] * int(n_sweeps), strict=True):
-            record(float(value), label)
+        remaining = max_inner
+        while remaining > 0:
+            state, sweeps, n_run, converged = inner_sweeps(
+                state, tj, hyper, tables, min(remaining, SWEEP_CHUNK), inner_tol
+            )
+            n_run = int(n_run)
+            for value, label in zip(
+                np.asarray(sweeps)[: 3 * n_run], ["mu", "x", "W"] * n_run, strict=True
+            ):
+                record(float(value), label)
+            remaining -= n_run
+            if bool(converged):
+                break
         state = update_alpha(state, hyper)
         record(float(lower_bound(state, tj, hyper)), "alpha")
         state = update_beta(state, tj, hyper)
@@ -268,7 +280,7 @@ def fit_vb_ica(
         fitted = _run(t, smaller_prior, pruned, *args)
         accepted = fitted[1] > bound
         removals.append({
-            "source": int(kept[source]), "alpha": float(state.alpha_mean[source]),
+            "source": int(kept[source]), "alphas": np.asarray(state.alpha_mean).tolist(),
             "bound_with": bound, "bound_without": fitted[1], "accepted": bool(accepted),
         })  # fmt: skip
         violations += [(-1, f"removal {len(removals)}: {lab}", d) for _, lab, d in fitted[5]]
