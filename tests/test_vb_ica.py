@@ -415,3 +415,30 @@ def test_gamma_kl_matches_quadrature():
     q, p = stats.gamma(2.5, scale=1 / 1.7), stats.gamma(0.8, scale=1 / 0.3)
     ref = integrate.quad(lambda x: q.pdf(x) * (q.logpdf(x) - p.logpdf(x)), 0, np.inf)[0]
     assert float(gamma_kl(2.5, 1.7, 0.8, 0.3)) == pytest.approx(ref, rel=1e-8)
+
+
+def test_expected_squared_error_matches_monte_carlo():
+    """The bracket of 6.28-6.29 as corrected (a '+' between <mu^T mu> and Tr(<W^T W><x x^T>)),
+    E_n = <||t_n - W x_n - mu||^2>, against sampling W, mu and x_n from q (x from its
+    mixture of M^I Gaussians, D.12)."""
+    from bnnsweep.engines.ica import expected_squared_errors
+    from bnnsweep.engines.ica.source_posterior import component_gaussians
+
+    rng = np.random.default_rng(2)
+    n, p, draws = 3, 3, 100_000
+    t = data(rng, n, p, PM_ONE)
+    state = random_state(rng, n, p, PM_ONE)
+    exact = expected_squared_errors(jnp.asarray(t), state.x_mean, state.x_second, state.w_mean,
+                                    state.w_cov, state.mu_mean, state.mu_var)  # fmt: skip
+    cov, f, log_tilde, _ = (np.asarray(a) for a in component_gaussians(
+        state.x_tilt_precision, state.x_tilt_linear, combination_tables(PM_ONE)))  # fmt: skip
+    chol_w = np.linalg.cholesky(np.asarray(state.w_cov))
+    w = np.asarray(state.w_mean)[None] + rng.standard_normal((draws, p, 2)) @ chol_w.T
+    mu = np.asarray(state.mu_mean) + np.sqrt(float(state.mu_var)) * rng.standard_normal((draws, p))
+    for i in range(n):
+        resp = np.exp(log_tilde[i] - logsumexp(log_tilde[i]))
+        k = rng.choice(len(resp), size=draws, p=resp)
+        chol_x = np.linalg.cholesky(cov)[k]
+        x = f[i, k] + np.einsum("dij,dj->di", chol_x, rng.standard_normal((draws, 2)))
+        sq = np.sum((t[i] - np.einsum("dpi,di->dp", w, x) - mu) ** 2, axis=1)
+        assert float(exact[i]) == pytest.approx(sq.mean(), abs=4 * sq.std() / np.sqrt(draws))
