@@ -61,6 +61,26 @@ def combination_tables(sources) -> CombinationTables:
     )
 
 
+def cholesky_solve(chol, rhs):
+    """x with (L L^T) x = rhs by forward and back substitution, unrolled over the I sources
+    and broadcast over leading axes: chol (..., I, I) lower triangular, rhs (..., I).
+    (XLA's batched triangular solve is very slow on CPU for thousands of right-hand sides.)"""
+    n = chol.shape[-1]
+    y = []
+    for i in range(n):
+        acc = rhs[..., i]
+        for j in range(i):
+            acc = acc - chol[..., i, j] * y[j]
+        y.append(acc / chol[..., i, i])
+    x = [None] * n
+    for i in reversed(range(n)):
+        acc = y[i]
+        for j in range(i + 1, n):
+            acc = acc - chol[..., j, i] * x[j]
+        x[i] = acc / chol[..., i, i]
+    return jnp.stack(x, axis=-1)
+
+
 def component_gaussians(tilt_precision, tilt_linear, tables: CombinationTables):
     """(D_k, f_nk, ln pi~_nk - c_n, c_n) of eqs. D.10, D.11, D.13: shapes (K, I, I),
     (N, K, I), (N, K), (N,).
@@ -72,18 +92,17 @@ def component_gaussians(tilt_precision, tilt_linear, tables: CombinationTables):
     u_n0 = (Lam + Pbar)^-1 h_n (Pbar the mean of the B_k^-1), is split off exactly:
     h^T D_k h = h^T u_n0 + u_nk^T (Pbar - B_k^-1) u_n0."""
     n_sources = tilt_precision.shape[0]
-    solve = jax.scipy.linalg.cho_solve
     prec = tilt_precision[None] + jax.vmap(jnp.diag)(tables.precisions)  # D_k^-1
     chol = jnp.linalg.cholesky(prec)
-    cov = jax.vmap(lambda c: solve((c, True), jnp.eye(n_sources)))(chol)  # D.10
+    cov = jnp.swapaxes(cholesky_solve(chol, jnp.eye(n_sources)[:, None, :]), 0, 1)  # D.10
+    cov = 0.5 * (cov + jnp.swapaxes(cov, 1, 2))
     prior_pull = tables.precisions * tables.means  # b_k = B_k^-1 m_k, (K, I)
-    u = jax.vmap(lambda c: solve((c, True), tilt_linear.T))(chol)  # (K, I, N): D_k h_n
-    u = jnp.transpose(u, (2, 0, 1))  # (N, K, I)
-    pulled = jax.vmap(lambda c, b: solve((c, True), b))(chol, prior_pull)  # D_k b_k, (K, I)
+    u = cholesky_solve(chol, tilt_linear[:, None, :])  # D_k h_n, (N, K, I)
+    pulled = cholesky_solve(chol, prior_pull)  # D_k b_k, (K, I)
     f = u + pulled[None]  # D.11
     mean_prec = jnp.mean(tables.precisions, axis=0)
     chol0 = jnp.linalg.cholesky(tilt_precision + jnp.diag(mean_prec))
-    u0 = solve((chol0, True), tilt_linear.T).T  # (N, I)
+    u0 = cholesky_solve(chol0, tilt_linear)  # (N, I)
     shift = 0.5 * jnp.sum(tilt_linear * u0, axis=1)  # c_n
     log_det_cov = -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=1, axis2=2)), axis=1)
     quad = (
