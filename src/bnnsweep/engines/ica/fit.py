@@ -263,7 +263,9 @@ def fit_vb_ica(
     ``on_decrease="raise"`` raises ``BoundDecreased``, ``"record"`` lists it in
     ``violations``. With ``remove_sources`` the source of largest <alpha_i> is removed and
     the smaller model fitted from the pruned state, as long as its bound is higher;
-    ``removals`` records each test."""
+    ``removals`` records each test. ``collapsed_mixing`` adds, at the start of each round,
+    an L-BFGS step on <W> with q(x) kept at its optimum (``collapsed_mixing_step``), not in
+    the thesis: without it the sweeps stall at small noise (the §6.5.5 toy)."""
     if on_decrease not in ("raise", "record"):
         raise ValueError(f"on_decrease must be 'raise' or 'record', got {on_decrease!r}")
     t = np.asarray(t, dtype=float)
