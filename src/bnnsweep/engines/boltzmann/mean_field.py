@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .annealing import anneal
+
 MEAN_LIMIT = 1.0 - 1e-12  # means are kept inside (-1, 1) so that logs stay finite
 
 
@@ -80,22 +82,15 @@ def mean_field_anneal(
     """Deterministic annealing (§4.4.1): ``sweeps_per_temperature`` passes at each
     temperature but the last, then passes at the last until every batch member's bound
     changes by at most ``tol`` relative (the thesis' 0.01 %) or ``max_sweeps`` is reached."""
-    temperatures = [float(t) for t in temperatures]
-    m = np.asarray(means, float)
-    for t in temperatures[:-1]:
-        for _ in range(sweeps_per_temperature):
-            m = mean_field_sweep(weights, biases, m, t, damping)
-    t = temperatures[-1]
-    bound = mean_field_bound(weights, biases, m, t)
-    sweeps = 0
-    while sweeps < max_sweeps:
-        m = mean_field_sweep(weights, biases, m, t, damping)
-        sweeps += 1
-        new = mean_field_bound(weights, biases, m, t)
-        done = np.all(np.abs(new - bound) <= tol * np.maximum(np.abs(new), 1e-12))
-        bound = new
-        if done:
-            break
+    m, bound, sweeps = anneal(
+        lambda m, t: mean_field_sweep(weights, biases, m, t, damping),
+        lambda m, t: mean_field_bound(weights, biases, m, t),
+        np.asarray(means, float),
+        temperatures,
+        sweeps_per_temperature,
+        max_sweeps,
+        tol,
+    )
     return MeanFieldResult(m, bound, sweeps)
 
 

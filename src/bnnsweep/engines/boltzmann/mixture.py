@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .annealing import anneal
 from .mean_field import MEAN_LIMIT, mean_field_bound
 
 LOG_FLOOR = -700.0  # ln Q(m) is floored here so that ln R stays finite
@@ -246,22 +247,16 @@ def mixture_anneal(
     max_sweeps: int = 100,
     tol: float = 1e-4,
 ) -> MixtureResult:
-    """Annealed coordinate ascent of the mixture bound, as ``mean_field_anneal``."""
-    temperatures = [float(t) for t in temperatures]
-    for t in temperatures[:-1]:
-        for _ in range(sweeps_per_temperature):
-            state = mixture_sweep(weights, biases, state, t, damping)
-    t = temperatures[-1]
-    bound = mixture_bound(weights, biases, state, t)
-    sweeps = 0
-    while sweeps < max_sweeps:
-        state = mixture_sweep(weights, biases, state, t, damping)
-        sweeps += 1
-        new = mixture_bound(weights, biases, state, t)
-        done = np.all(np.abs(new - bound) <= tol * np.maximum(np.abs(new), 1e-12))
-        bound = new
-        if done:
-            break
+    """Annealed coordinate ascent of the mixture bound (``annealing.anneal``)."""
+    state, bound, sweeps = anneal(
+        lambda s, t: mixture_sweep(weights, biases, s, t, damping),
+        lambda s, t: mixture_bound(weights, biases, s, t),
+        state,
+        temperatures,
+        sweeps_per_temperature,
+        max_sweeps,
+        tol,
+    )
     return MixtureResult(state, bound, sweeps)
 
 
