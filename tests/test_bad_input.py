@@ -180,13 +180,19 @@ def prepared(tmp_path_factory):
     return path
 
 
-def rewritten(prepared, tmp_path, change) -> Path:
-    """A copy of the prepared file with ``change(ds)`` applied, attributes kept."""
+def rewritten(prepared, tmp_path, change, sealed=True) -> Path:
+    """A copy of the prepared file with ``change(ds)`` applied, attributes kept, and (as a
+    file written by bnnsweep from bad data would be) sealed with the checksum of its bytes,
+    so that the checks of its content are what refuses it."""
+    from bnnsweep.file_seal import seal
+
     ds = xr.load_dataset(prepared, engine="netcdf4", mask_and_scale=False)
     ds = change(ds) or ds
     out = tmp_path / "toy_sine.nc"
     encoding = {name: {"_FillValue": None} for name in ds.data_vars}
     ds.to_netcdf(out, engine="netcdf4", encoding=encoding)
+    if sealed:
+        seal(out)
     return out
 
 
@@ -236,6 +242,10 @@ def test_prepared_file_carries_a_checksum_and_one_without_is_refused(prepared, t
     stripped = rewritten(prepared, tmp_path, lambda ds: ds.attrs.pop("sha256") and None)
     with pytest.raises(datasets.DatasetError, match="no checksum .*prepare it again"):
         datasets.load_netcdf(stripped)
+    # its bytes unsealed (rewritten by another tool): refused before any parser reads it
+    unsealed = rewritten(prepared, tmp_path, lambda ds: None, sealed=False)
+    with pytest.raises(datasets.DataFileError, match="records no checksum.*prepare it again"):
+        datasets.load_netcdf(unsealed)
 
 
 def test_cli_fit_on_a_corrupt_prepared_file_gives_a_one_line_error(prepared, tmp_path):
@@ -590,10 +600,10 @@ def test_merge_keys_may_be_overridden_and_every_shipped_config_reads(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["merge", "{notnc}", "--output", "{out}"], "is corrupt: it cannot be read"),
-        (["merge", "{trunc}", "--output", "{out}"], "is corrupt: it cannot be read"),
-        (["figure", "error_table", "--merged", "{notnc}", "--output", "{out}.md"], "is not a readable merged file"),
-        (["figure", "occam_hill", "--merged", "{trunc}", "--output", "{out}.png"], "is not a readable merged file"),
+        (["merge", "{notnc}", "--output", "{out}"], "is corrupt: it records no checksum"),
+        (["merge", "{trunc}", "--output", "{out}"], "is corrupt: it records no checksum"),
+        (["figure", "error_table", "--merged", "{notnc}", "--output", "{out}.md"], "is corrupt or outdated: it records no checksum"),
+        (["figure", "occam_hill", "--merged", "{trunc}", "--output", "{out}.png"], "is corrupt or outdated: it records no checksum"),
         (["fit", "--dataset", "toy_sine", "--method", "map", "--set", "hidden", "--output", "{out}"], "--set expects key=value"),
         (["fit", "--dataset", "toy_sine", "--method", "map", "--set", "restarts=[1,2", "--output", "{out}"], "is not valid YAML"),
         (["fit", "--dataset", "toy_sine", "--method", "map", "--settings-json", "{{bad", "--output", "{out}"], "--settings-json is not valid JSON"),

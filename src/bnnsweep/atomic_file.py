@@ -13,6 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .file_seal import seal
+
 _WRITE_HINTS = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is exhausted",
@@ -53,14 +55,15 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike, write) -> Path:
+def write_atomic(path: str | os.PathLike, write, sealed: bool = False) -> Path:
     """``write(temporary path)`` into the target directory, fsync, then rename over
     ``path``, so that an interrupted write never leaves a file that looks complete (a write
     killed half-way leaves only ``.<name>.<random>.tmp<suffix>``, which
     ``remove_stale_temporaries`` clears). Any failure to write is a ``WriteError`` naming
     the file and, where the system says, why. The file gets the permissions the umask gives
     a new file (0644 under the usual 022). A symbolic link, directory, FIFO or device at
-    ``path`` is refused, not replaced."""
+    ``path`` is refused, not replaced. With ``sealed``, the file ends with the checksum of
+    its bytes (``file_seal``)."""
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         kind = (
@@ -80,6 +83,8 @@ def write_atomic(path: str | os.PathLike, write) -> Path:
         )
         os.close(fd)
         write(tmp)
+        if sealed:
+            seal(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: collaborators could not read

@@ -23,6 +23,7 @@ import netCDF4
 import numpy as np
 
 from .cell_checksum import CHECKSUM_ATTR, checksum_problem, content_checksum, dataset_checksum
+from .file_seal import seal_problem
 
 # units that xarray's CF decoding turns into datetimes or timedeltas
 _TIME_UNITS = {"days", "hours", "minutes", "seconds", "milliseconds", "microseconds"}
@@ -114,6 +115,8 @@ def integrity_problem(path) -> str | None:
     its checksum, or content that does not match it), or None when it is. A cell is read
     through netCDF4 alone (a fit job checks its cells without importing xarray); a file in
     an encoding cells do not use, through xarray."""
+    if (why := seal_problem(path)) is not None:  # before any parser sees damaged bytes
+        return why
     try:
         try:
             variables, _, attrs = read_variables(path)

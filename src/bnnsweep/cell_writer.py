@@ -134,4 +134,4 @@ def write_cell(content: CellContent, path: str | os.PathLike) -> None:
 
 def write_cell_atomic(content: CellContent, path: str | os.PathLike) -> Path:
     """``write_cell`` through a temporary file renamed over ``path`` (``write_atomic``)."""
-    return write_atomic(path, lambda tmp: write_cell(content, tmp))
+    return write_atomic(path, lambda tmp: write_cell(content, tmp), sealed=True)

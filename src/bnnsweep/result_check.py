@@ -115,11 +115,13 @@ def quarantine_damaged_cells(
     """Verify the cells changed since their experiment's merged file was written ({merged
     file: cell files}) and move the corrupt ones aside (``quarantine``), so that the run
     about to start refits them before it merges (Snakemake would otherwise rerun only the
-    merge, on a damaged cell). Cells not newer
-    than their merged file are not read: ``bnnsweep check`` finds damage that kept the old
+    merge, on a damaged cell). A merged file without a checksum (an older bnnsweep's) is
+    merged again, through the repair log. Cells not newer than their merged file are not
+    read: ``bnnsweep check`` finds damage that kept the old
     modification time. Returns the corrupt cells; with ``move`` False (a dry run) they are
     only named."""
     from .cell_reader import integrity_problem
+    from .file_seal import is_sealed
 
     found = []
     for merged, cells in experiments.items():
@@ -127,6 +129,11 @@ def quarantine_damaged_cells(
             merged_time = os.stat(merged).st_mtime
         except OSError:
             continue
+        if not is_sealed(merged) and move:  # written before files carried a checksum
+            log_file = Path(merged).parent / REPAIR_LOG
+            with open(log_file, "a", encoding="utf-8") as fh:
+                fh.write(f"{merged}: written without a checksum; merged again\n")
+            log(f"bnnsweep: {merged} has no checksum (an older bnnsweep wrote it): merging again")
         damaged = []
         for cell in cells:
             try:

@@ -30,6 +30,7 @@ from .axes import AXES
 from .cell_checksum import CHECKSUM_ATTR, dataset_checksum
 from .cell_writer import CellContent, variable
 from .datasets.base import Split
+from .file_seal import seal_problem
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
 from .metrics import gaussian_loglik, regression_metrics, unstandardise
@@ -246,7 +247,8 @@ def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         for name, var in ds.data_vars.items()
         if var.dtype.kind in "fiu" and var.ndim > 0
     }
-    return write_atomic(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding))
+    write = lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)  # noqa: E731
+    return write_atomic(path, write, sealed=True)
 
 
 RUN_COORDS = ("experiment", "dataset", "split", "method", "seed", *AXES)
@@ -372,6 +374,9 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     for path in sorted((str(p) for p in paths), key=natural_order):
         if not Path(path).is_file():
             raise ValueError(f"{path} is not a cell file: no such file")
+        if (why := seal_problem(path)) is not None:  # damaged bytes can hang the HDF5 parser
+            problems[path] = why
+            continue
         try:
             ds = read_cell(path)
             cells.append((path, ds))

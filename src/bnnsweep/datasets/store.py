@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic_file import write_atomic
+from ..file_seal import seal_problem
 from .base import DataFileError, Dataset, DatasetError, Split
 
 FORMAT = "bnnsweep-dataset-1"
@@ -95,7 +96,7 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
             for key, value in attrs.items():
                 nc.setncattr(key, value)
 
-    return write_atomic(path, write)
+    return write_atomic(path, write, sealed=True)
 
 
 def load_netcdf(path: str | Path) -> Dataset:
@@ -104,6 +105,8 @@ def load_netcdf(path: str | Path) -> Dataset:
     import netCDF4
 
     path = Path(path)
+    if (why := seal_problem(path)) is not None:  # damaged bytes can hang the HDF5 parser
+        raise DataFileError(f"{path}: {why}; prepare it again", path)
     try:
         with netCDF4.Dataset(path) as nc:
             nc.set_auto_maskandscale(False)

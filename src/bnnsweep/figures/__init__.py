@@ -48,6 +48,7 @@ from matplotlib.figure import Figure
 
 from ..cell_checksum import CHECKSUM_ATTR
 from ..cell_reader import dataset_integrity_problem
+from ..file_seal import seal_problem
 from ..results import with_run_test_data
 from ._common import method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
@@ -94,9 +95,10 @@ __all__ = [
 
 def load_merged(path: str | os.PathLike) -> xr.Dataset:
     """Read a merged NetCDF file fully into memory and close it; an unreadable one, or one
-    whose content does not match the checksum it records, is a ValueError naming it.
-    (Merged files written before checksums were recorded are read unverified: they are
-    derived, and ``bnnsweep merge`` writes them again with one.)"""
+    whose bytes do not match the checksum they end with (``file_seal``), or that has none
+    (written by an older bnnsweep: the workflow merges again), is a ValueError naming it."""
+    if Path(path).is_file() and (why := seal_problem(path)) is not None:
+        raise ValueError(f"{path} is corrupt or outdated: {why}; merge its cells again")
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()

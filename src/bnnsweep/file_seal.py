@@ -1,0 +1,78 @@
+"""A checksum of a file's bytes, appended after its end, checked before the file is parsed.
+
+A damaged HDF5 file can do worse than fail to open: a NetCDF cell with a few bytes changed
+kept the HDF5 library in a loop for minutes (found by ``tests/test_cli_properties.py``), so
+a damaged file must be recognised before any parser sees it. Every NetCDF file bnnsweep
+writes (cells, merged files, prepared datasets) therefore ends with a seal: a NUL byte, the
+tag ``BNNSWEEP-SHA256:`` and the hexadecimal SHA-256 of every byte before the seal. HDF5
+and netCDF readers ignore bytes after the end of the HDF5 data, so the file reads as before.
+A file changed in place (by an HDF5 editor, which rewrites its end) loses its seal or no
+longer matches it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+TAG = b"\0BNNSWEEP-SHA256:"
+SEAL_SIZE = len(TAG) + 64
+CHUNK = 1 << 20
+
+
+def _digest(fh, length: int) -> str:
+    digest = hashlib.sha256()
+    left = length
+    while left > 0:
+        block = fh.read(min(CHUNK, left))
+        if not block:
+            break
+        digest.update(block)
+        left -= len(block)
+    return digest.hexdigest()
+
+
+def seal(path: str | os.PathLike) -> None:
+    """Append the seal of ``path``'s bytes to it."""
+    with open(path, "r+b") as fh:
+        length = fh.seek(0, os.SEEK_END)
+        fh.seek(0)
+        hexdigest = _digest(fh, length)
+        fh.seek(length)
+        fh.write(TAG + hexdigest.encode())
+
+
+def is_sealed(path: str | os.PathLike) -> bool:
+    """Whether ``path`` ends with a seal (matching or not)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size < SEAL_SIZE:
+                return False
+            fh.seek(size - SEAL_SIZE)
+            return fh.read(len(TAG)) == TAG
+    except OSError:
+        return False
+
+
+def seal_problem(path: str | os.PathLike) -> str | None:
+    """Why the bytes of ``path`` are not those it was sealed with (no seal, or a seal they
+    do not match), or None when they are. Reads the file; parses nothing."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size >= SEAL_SIZE:
+                fh.seek(size - SEAL_SIZE)
+                trailer = fh.read(SEAL_SIZE)
+            else:
+                trailer = b""
+            if not trailer.startswith(TAG):
+                return "it records no checksum (written by an older bnnsweep, or altered)"
+            fh.seek(0)
+            if _digest(fh, size - SEAL_SIZE) != trailer[len(TAG) :].decode("ascii", "replace"):
+                return "its content does not match its checksum (altered or damaged after writing)"
+    except OSError as err:
+        return f"it cannot be read ({err})"
+    return None
