@@ -30,13 +30,18 @@ def measured(tmp_path_factory):
 
 
 def _record(results, cell, runtime_s, fit_cpu_s=None):
-    """Overwrite a cell file's measured times."""
-    with netCDF4.Dataset(results / f"{cell.path_id}.nc", "a") as nc:
+    """Overwrite a cell file's measured times (sealed again: an edited cell is otherwise
+    damaged, and calibration skips it)."""
+    from bnnsweep.file_seal import seal
+
+    path = results / f"{cell.path_id}.nc"
+    with netCDF4.Dataset(path, "a") as nc:
         nc["runtime_s"][...] = runtime_s
         if fit_cpu_s is None:
             nc.delncattr("fit_cpu_s")
         else:
             nc.setncattr("fit_cpu_s", fit_cpu_s)
+    seal(path)
 
 
 def test_calibration_uses_the_fits_cpu_time_where_recorded(measured):

@@ -279,12 +279,15 @@ def calibration(results_dir) -> dict[str, dict]:
 
     import netCDF4
 
+    from .file_seal import seal_problem
     from .sweep import cell_from_spec
 
     ratios: dict[str, list[float]] = {}
     times: dict[str, list[float]] = {}
     clocks: dict[str, dict[str, int]] = {}
     for path in sorted(Path(results_dir).glob("*/cells/*/*/*.nc")):
+        if seal_problem(path) is not None:  # damaged bytes can hang the HDF5 parser
+            continue
         try:
             with netCDF4.Dataset(path) as nc:
                 runtime, clock = measured_seconds(nc)

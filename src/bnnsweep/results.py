@@ -511,6 +511,8 @@ def open_results(results_dir: str | os.PathLike = "results") -> Results:
         )
     parts = []
     for path in paths:
+        if (why := seal_problem(path)) is not None:
+            raise ValueError(f"{path} is corrupt or outdated: {why}; merge its cells again")
         with xr.open_dataset(path, engine="netcdf4") as opened:
             ds = opened.load()
         per_test_set = [n for n, v in ds.variables.items() if "test_set" in v.dims]

@@ -28,6 +28,10 @@ def cell_runtime(path: str) -> float | None:
     try:
         import netCDF4
 
+        from .file_seal import seal_problem
+
+        if seal_problem(path) is not None:  # never hand damaged bytes to the HDF5 parser
+            return None
         with netCDF4.Dataset(path) as nc:
             return float(nc["runtime_s"][...])
     except Exception:  # noqa: BLE001 - progress is never worth a failed sweep
