@@ -117,12 +117,15 @@ def cmd_prepare(args) -> int:
     from . import datasets
 
     if args.spec:
+        from .config import ConfigError, validate_datasets
         from .datasets.user import register_user_datasets
 
         try:
-            specs = json.loads(Path(args.spec).read_text())
-        except (OSError, json.JSONDecodeError) as err:
+            specs = validate_datasets(json.loads(Path(args.spec).read_text()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ValueError(f"dataset spec {args.spec!r} is not readable JSON: {err}") from None
+        except ConfigError as err:
+            raise ValueError(f"dataset spec {args.spec!r}: {err}") from None
         register_user_datasets(specs)
     datasets.save_netcdf(datasets.load(args.dataset), args.output)
     return 0

@@ -230,6 +230,25 @@ def validate(config: dict) -> dict:
     return config
 
 
+def validate_datasets(specs) -> dict:
+    """Schema-validate a ``datasets:`` section on its own (a copy, defaults filled): what
+    ``bnnsweep prepare --spec`` reads, written by the workflow from a validated config but
+    a file that could have been edited since."""
+    sch = schema()
+    sub = {
+        "$defs": sch["$defs"],
+        "type": "object",
+        "properties": {"datasets": sch["properties"]["datasets"]},
+    }
+    section = {"datasets": copy.deepcopy(specs)}
+    errors = sorted(
+        _Validator(sub).iter_errors(section), key=lambda e: (len(e.absolute_path), _path(e))
+    )
+    if errors:
+        raise ConfigError(_describe(errors[0], sub))
+    return section["datasets"]
+
+
 def expand(config: dict) -> list[Cell]:
     """All cells of a validated config; checks dataset, split and method names and settings."""
     from . import datasets
