@@ -133,7 +133,9 @@ def make_merged(runs=RUNS) -> xr.Dataset:
 @pytest.fixture(scope="module")
 def merged_path(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("merged") / "merged.nc"
-    make_merged().to_netcdf(path, engine="netcdf4")
+    from bnnsweep.results import write_netcdf_atomic
+
+    write_netcdf_atomic(make_merged(), path)  # as `bnnsweep merge` writes it: sealed
     return str(path)
 
 
