@@ -113,7 +113,7 @@ def component_log_odds(
     return e1 + jnp.log(r[:, :, k, 1] / r[:, :, k, 0]) - coupling
 
 
-@partial(jax.jit, static_argnames=("k", "form"))
+@partial(jax.jit, static_argnames=("form",))
 def update_component_means(
     q, mu, xi, r, lam, weights, biases, k: int, form: str = "saul"
 ) -> jnp.ndarray:
@@ -139,7 +139,7 @@ def update_mixing(mu, xi, r, lam, weights, biases, n_hidden: int) -> jnp.ndarray
     return jnp.exp(neg_e - logsumexp(neg_e, axis=-1, keepdims=True))
 
 
-@partial(jax.jit, static_argnames=("j",))
+@jax.jit
 def update_smoothing(q, mu_hidden, r, lam, j: int) -> tuple[jnp.ndarray, jnp.ndarray]:
     """R(h_j|m) from eq. 2.36 (alpha_k = Q(k)), then R(.|m) for unit j rescaled to sum 1
     with lambda_m rescaled the other way (the bound is unchanged by that); new (r, lam)."""
@@ -175,13 +175,17 @@ class MixtureState:
 def mixture_sweep(q, mu, xi, r, lam, weights, biases, n_hidden: int, form: str = "saul"):
     """One round of coordinate updates, each of which never lowers 2.25 (form "saul"):
     xi (1-D searches), each unit's Q(s_k|m), lambda, each unit's R, lambda, Q(m), lambda."""
-    b, m, n = mu.shape
     xi = optimal_xi(mu, xi, weights[:, None], biases[:, None])
-    for k in range(n_hidden):
-        mu = update_component_means(q, mu, xi, r, lam, weights, biases, k, form)
+    mu = jax.lax.fori_loop(
+        0,
+        n_hidden,
+        lambda k, mu: update_component_means(q, mu, xi, r, lam, weights, biases, k, form),
+        mu,
+    )
     lam = update_multipliers(q, mu[..., :n_hidden], r)
-    for j in range(n_hidden):
-        r, lam = update_smoothing(q, mu[..., :n_hidden], r, lam, j)
+    r, lam = jax.lax.fori_loop(
+        0, n_hidden, lambda j, c: update_smoothing(q, mu[..., :n_hidden], c[0], c[1], j), (r, lam)
+    )
     lam = update_multipliers(q, mu[..., :n_hidden], r)
     q = update_mixing(mu, xi, r, lam, weights, biases, n_hidden)
     lam = update_multipliers(q, mu[..., :n_hidden], r)

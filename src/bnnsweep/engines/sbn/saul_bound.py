@@ -142,7 +142,7 @@ def optimal_xi(mu, xi, weights, biases) -> jnp.ndarray:
     return jnp.where(t_new >= t_old, new, xi)
 
 
-@partial(jax.jit, static_argnames=("k", "form"))
+@partial(jax.jit, static_argnames=("form",))
 def mean_field_log_odds(mu, xi, weights, biases, k: int, form: str = "saul") -> jnp.ndarray:
     """E'(k) of eqs. 2.16-2.18: the log-odds of the new Q(s_k = 1), (B,).
 
@@ -174,9 +174,11 @@ def mean_field_log_odds(mu, xi, weights, biases, k: int, form: str = "saul") -> 
 def mean_field_sweep(mu, xi, weights, biases, n_hidden: int, form: str = "saul"):
     """One pass of xi (1-D search) then every hidden mu_k in turn (eq. 2.18); new (mu, xi)."""
     xi = optimal_xi(mu, xi, weights, biases)
-    for k in range(n_hidden):
-        mu = mu.at[..., k].set(expit(mean_field_log_odds(mu, xi, weights, biases, k, form)))
-    return mu, xi
+
+    def unit(k, mu):
+        return mu.at[..., k].set(expit(mean_field_log_odds(mu, xi, weights, biases, k, form)))
+
+    return jax.lax.fori_loop(0, n_hidden, unit, mu), xi
 
 
 @dataclass(frozen=True)
