@@ -31,10 +31,10 @@ def mean_field_weight_gradient(mu, xi, weights, biases):
     norm = jnp.logaddexp(lo, hi)
     p_lo, p_hi = jnp.exp(lo - norm), jnp.exp(hi - norm)
 
-    def tilted(t):
-        e = jnp.exp(t[..., :, None] * weights)
-        m = mu[..., None, :]
-        return m * e / (1.0 - m + m * e)
+    logit_mu = (jnp.log(mu) - jnp.log1p(-mu))[..., None, :]
+
+    def tilted(t):  # mu_j e^{tw} / (1 - mu_j + mu_j e^{tw}), finite at mu_j in {0, 1}
+        return jax.nn.sigmoid(logit_mu + t[..., :, None] * weights)
 
     own = (mu - xi)[..., :, None] * mu[..., None, :]
     gw = (
@@ -91,7 +91,9 @@ def learn_by_mixture_bound(
         b_rep = jnp.repeat(biases, batch, axis=0)
         fit = fit_mixture(w_rep, b_rep, v, n_components, rng, max_sweeps=sweeps, tol=1e-8)
         gw, gb = mixture_weight_gradient(fit.q, fit.mu, fit.xi, w_rep, b_rep)
-        weights = weights + learning_rate * gw.reshape(n_restarts, batch, n, n).mean(1) * mask
+        weights = jnp.where(
+            mask, weights + learning_rate * gw.reshape(n_restarts, batch, n, n).mean(1), 0.0
+        )
         biases = biases + learning_rate * gb.reshape(n_restarts, batch, n).mean(1)
         trace.append(fit.bound.reshape(n_restarts, batch).mean(1))
     return LearningResult(np.asarray(weights), np.asarray(biases), np.asarray(trace))
