@@ -195,7 +195,9 @@ def test_fit_from_mean_field_improves_and_stays_below_exact():
     v = np.zeros(6)
     exact = exact_log_marginal(net, v)[:, 0]
     mf = fit_mean_field(net.weights, net.biases, v, rng.random((20, 6)), rng.random((20, 12)))
-    ch = fit_markov_chain(net.weights, net.biases, v, LAYERS, mf.mu[:, :6], mf.xi, chunk=20)
+    ch = fit_markov_chain(
+        net.weights, net.biases, v, LAYERS, mf.mu[:, :6], mf.xi, chunk=20, max_iter=200
+    )
     assert np.all(ch.bound <= exact + 1e-12)
     assert np.all(ch.bound >= mf.bound - 1e-9)
     assert np.mean(ch.bound - mf.bound) > 1e-4

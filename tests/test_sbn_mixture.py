@@ -184,3 +184,15 @@ def test_fitted_mixtures_beat_mean_field_and_stay_below_exact():
     assert np.all(mix.bound <= exact + 1e-12)
     assert np.mean(exact - mix.bound) < 0.8 * np.mean(exact - mf.bound)
     np.testing.assert_allclose(mix.q.sum(-1), 1.0)
+
+
+def test_saturated_means_keep_the_fit_finite():
+    # huge weights drive some Q(s_k=1|m) to exactly 0 or 1 in float64; the R update (2.36)
+    # must not produce 0/0
+    rng = np.random.default_rng(9)
+    net = random_layered_sbn((2, 4, 6), 30, 40.0, rng)
+    v = (rng.random(6) < 0.5).astype(float)
+    mix = fit_mixture(net.weights, net.biases, v, 3, rng, max_sweeps=60)
+    assert np.any((mix.mu[..., :6] == 0) | (mix.mu[..., :6] == 1))
+    assert np.all(np.isfinite(mix.bound))
+    assert np.all(mix.bound <= exact_log_marginal(net, v)[:, 0] + 1e-9)

@@ -230,8 +230,9 @@ def fit_markov_chain(
     xi0,
     mu_hidden1=None,
     chunk: int = 250,
-    max_iter: int = 3000,
+    max_iter: int = 1000,
     gtol: float = 1e-9,
+    ftol: float = 1e-13,
 ) -> ChainState:
     """Maximise the chain bound by L-BFGS-B (the thesis used SCG) in the logits and xi,
     from mu_i0 = ``mu_hidden0``, mu_i1 = ``mu_hidden1`` (default the same: a mean-field start,
@@ -275,7 +276,7 @@ def fit_markov_chain(
             x0_all[sl].ravel(),
             jac=True,
             method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20},
+            options={"maxiter": max_iter, "gtol": gtol, "ftol": ftol, "maxcor": 20},
         )
         iters = max(iters, res.nit)
         mu0, mu1, xi, _ = _unpack(res.x, b, n_hidden, tied, vis)

@@ -147,7 +147,10 @@ def update_smoothing(q, mu_hidden, r, lam, j: int) -> tuple[jnp.ndarray, jnp.nda
     pi_j = jnp.exp(log_pi - factors[..., j])  # (B, m, k)
     q_h = jnp.stack([1.0 - mu_hidden[..., j], mu_hidden[..., j]], axis=-1)  # (B, M, 2)
     denom = lam[..., None] * jnp.einsum("bk,bmk,bkh->bmh", q, pi_j, q_h)
-    new = jnp.maximum(q[..., None] * q_h / denom, R_FLOOR)
+    numer = q[..., None] * q_h
+    # Q(h_j|m) = 0 (a saturated mean): the optimum is R -> 0, kept at the floor
+    safe = numer > 0
+    new = jnp.where(safe, jnp.maximum(numer / jnp.where(safe, denom, 1.0), R_FLOOR), R_FLOOR)
     scale = new.sum(-1)
     return r.at[:, :, j, :].set(new / scale[..., None]), lam * scale
 

@@ -42,8 +42,13 @@ def log_expected_exp(
 
     = t_i w_i0 + sum_j ln(1 - mu_j + mu_j e^{t_i w_ij}).
     """
-    tw = t[..., :, None] * weights
-    return t * biases + jnp.sum(jnp.log1p(mu[..., None, :] * jnp.expm1(tw)), axis=-1)
+    return t * biases + jnp.sum(log_factor(mu[..., None, :], t[..., :, None] * weights), axis=-1)
+
+
+def log_factor(mu, tw):
+    """ln(1 - mu + mu e^{tw}), exact also where mu is 0 or 1 in floating point and |tw| is
+    large (log1p(mu expm1(tw)) would give ln 0 for mu = 1, tw << 0)."""
+    return jnp.logaddexp(jnp.log1p(-mu), jnp.log(mu) + tw)
 
 
 def expected_field(mu: jnp.ndarray, weights: jnp.ndarray, biases: jnp.ndarray) -> jnp.ndarray:
@@ -90,11 +95,12 @@ def _xi_objective_slope_curvature(mu, xi, weights, biases):
     z = expected_field(mu, weights, biases)
     m = mu[..., None, :]
 
+    logit_m = jnp.log(m) - jnp.log1p(-m)
+
     def tilt(t):
-        e = jnp.exp(t[..., :, None] * weights)
-        d = 1.0 - m + m * e
-        rho = m * e / d
-        log_e = t * biases + jnp.sum(jnp.log(d), axis=-1)
+        tw = t[..., :, None] * weights
+        rho = expit(logit_m + tw)  # <s_j> under the tilt e^{t z_i}
+        log_e = t * biases + jnp.sum(log_factor(m, tw), axis=-1)
         mean = biases + jnp.sum(weights * rho, axis=-1)
         var = jnp.sum(weights**2 * rho * (1.0 - rho), axis=-1)
         return log_e, mean, var
@@ -157,14 +163,16 @@ def mean_field_log_odds(mu, xi, weights, biases, k: int, form: str = "saul") -> 
     lo = log_expected_exp(mu, weights, biases, -xi)
     hi = log_expected_exp(mu, weights, biases, 1.0 - xi)
     mk = mu[..., k, None]
-    e_lo, e_hi = jnp.exp(-xi * w_k), jnp.exp((1.0 - xi) * w_k)
-    d_lo, d_hi = 1.0 - mk + mk * e_lo, 1.0 - mk + mk * e_hi
+    tw_lo, tw_hi = -xi * w_k, (1.0 - xi) * w_k
+    log_d_lo, log_d_hi = log_factor(mk, tw_lo), log_factor(mk, tw_hi)  # unit k's factors
     if form == "saul":
         norm = jnp.logaddexp(lo, hi)
-        grad = jnp.exp(lo - norm) * (e_lo - 1.0) / d_lo + jnp.exp(hi - norm) * (e_hi - 1.0) / d_hi
+        grad = jnp.exp(lo - log_d_lo - norm) * jnp.expm1(tw_lo) + jnp.exp(
+            hi - log_d_hi - norm
+        ) * jnp.expm1(tw_hi)
         phi = -jnp.sum(xi * w_k + grad, axis=-1)
     elif form == "thesis":
-        phi_lo, phi_hi = lo - jnp.log(d_lo), hi - jnp.log(d_hi)
+        phi_lo, phi_hi = lo - log_d_lo, hi - log_d_hi
         phi = -jnp.sum(jnp.logaddexp(phi_lo, w_k + phi_hi) - jnp.logaddexp(phi_lo, phi_hi), axis=-1)
     else:
         raise ValueError(f"unknown update form {form!r}")
