@@ -196,3 +196,28 @@ def test_saturated_means_keep_the_fit_finite():
     assert np.any((mix.mu[..., :6] == 0) | (mix.mu[..., :6] == 1))
     assert np.all(np.isfinite(mix.bound))
     assert np.all(mix.bound <= exact_log_marginal(net, v)[:, 0] + 1e-9)
+
+
+def test_231_coupling_term_is_the_derivative_of_the_information_bound():
+    """Corrected 2.31: d(2.24)/dQ(s_k=1|m) = Q(m) {ln[R(1|m)/R(0|m)] - sum_m' lambda_m' pi^k(m', m)
+    [R(1|m') - R(0|m')]}, checked by finite differences for arbitrary R, lambda."""
+    from bnnsweep.engines.sbn.mixture_bound import log_overlaps
+
+    rng = np.random.default_rng(11)
+    q, mu, r, lam = _arbitrary(rng, 15, 4, 5)
+    log_pi, factors = log_overlaps(mu, r)
+    h = 1e-6
+    for k in range(5):
+        pi_k = np.exp(np.asarray(log_pi) - np.asarray(factors)[..., k])  # (B, m', m)
+        r_diff = r[:, :, k, 1] - r[:, :, k, 0]
+        predicted = q * (
+            np.log(r[:, :, k, 1] / r[:, :, k, 0]) - np.einsum("bn,bnm,bn->bm", lam, pi_k, r_diff)
+        )
+        for m in range(4):
+            up, dn = mu.copy(), mu.copy()
+            up[:, m, k] += h
+            dn[:, m, k] -= h
+            fd = (
+                mutual_information_bound(q, up, r, lam) - mutual_information_bound(q, dn, r, lam)
+            ) / (2 * h)
+            np.testing.assert_allclose(fd, predicted[:, m], atol=1e-6)
