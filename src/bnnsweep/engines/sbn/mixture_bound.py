@@ -50,8 +50,6 @@ expit = jax.nn.sigmoid
 xlogy = jax.scipy.special.xlogy
 logsumexp = jax.scipy.special.logsumexp
 
-R_FLOOR = 1e-250
-
 
 def log_overlaps(mu_hidden: jnp.ndarray, r: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     """ln pi_{R,Q}(m, m') = sum_i ln sum_{h_i} R(h_i|m) Q(h_i|m') (eq. 2.27).
@@ -148,9 +146,13 @@ def update_smoothing(q, mu_hidden, r, lam, j: int) -> tuple[jnp.ndarray, jnp.nda
     q_h = jnp.stack([1.0 - mu_hidden[..., j], mu_hidden[..., j]], axis=-1)  # (B, M, 2)
     denom = lam[..., None] * jnp.einsum("bk,bmk,bkh->bmh", q, pi_j, q_h)
     numer = q[..., None] * q_h
-    # Q(h_j|m) = 0 (a saturated mean): the optimum is R -> 0, kept at the floor
+    # Q(h_j|m) = 0 (a saturated mean): the optimum is R -> 0. R is kept at least
+    # exp(-700/H) times its larger entry, so that every overlap pi (a product of H factors,
+    # each >= the smaller normalised entry) stays above exp(-700) and lambda finite
     safe = numer > 0
-    new = jnp.where(safe, jnp.maximum(numer / jnp.where(safe, denom, 1.0), R_FLOOR), R_FLOOR)
+    new = jnp.where(safe, numer / jnp.where(safe, denom, 1.0), 0.0)
+    top = jnp.max(new, axis=-1, keepdims=True)
+    new = jnp.where(top > 0, jnp.maximum(new, jnp.exp(-700.0 / mu_hidden.shape[-1]) * top), 1.0)
     scale = new.sum(-1)
     return r.at[:, :, j, :].set(new / scale[..., None]), lam * scale
 
