@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DAEMONS = ("munged", "slurmctld", "slurmd")
-CLIENTS = ("sbatch", "squeue", "scontrol", "sinfo", "srun")
+CLIENTS = ("sbatch", "squeue", "scontrol", "sinfo", "srun", "munge")
 PACKAGES = ("slurm-wlm", "munge")
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 SLURM_RUN = Path("/run/slurm")  # configless slurmd publishes the config here
@@ -69,6 +69,17 @@ def install(log=print) -> None:
             raise SlurmUnavailable(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-800:]}")
     if missing_binaries():
         raise SlurmUnavailable(f"installed {PACKAGES} but {missing_binaries()} are still missing")
+
+
+def munge_answers() -> bool:
+    """Whether a munged answers on the default socket (a credential can be made)."""
+    munge = _binary("munge")
+    if munge is None or not MUNGE_SOCKET.exists():
+        return False
+    proc = subprocess.run(
+        [munge, "--no-input", f"--socket={MUNGE_SOCKET}"], capture_output=True, timeout=10
+    )
+    return proc.returncode == 0
 
 
 def _free_port() -> int:
@@ -137,6 +148,7 @@ class LocalSlurm:
         self.host = socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.created: list[Path] = []  # directories outside root made here, removed by stop()
+        self.foreign_munged = False  # a munged already answered and was used, not started
 
     def env(self) -> dict:
         """The environment in which sbatch, squeue and srun find this cluster."""
@@ -179,19 +191,18 @@ class LocalSlurm:
         proc = subprocess.run(cmd, env=self.env(), capture_output=True, text=True, timeout=30)
         return proc.stdout if proc.returncode == 0 else ""
 
-    def start(self) -> LocalSlurm:
-        for sub in ("munge", "state", "spool", "log"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-        key = self.root / "munge" / "munge.key"
-        key.write_bytes(os.urandom(1024))
-        key.chmod(0o600)
-        port = _free_port()
-        self.conf.write_text(
-            slurm_conf(self.root, self.host, os.cpu_count() or 1, _memory_mb(), port)
-        )
+    def _start_munged(self, key: Path) -> None:
+        """Start munged on the default socket, unless one already answers there.
+
+        A munged that answers (Debian's package starts one where services may start) is
+        used as it is and left running: slurmctld and slurmd on this one host only need to
+        share it, not a key. A socket nobody answers on is left over from a killed run;
+        ``--force`` makes the new munged replace it."""
+        self.foreign_munged = munge_answers()
+        if self.foreign_munged:
+            self.log(f"using the munged already answering on {MUNGE_SOCKET}")
+            return
         munge = self.root / "munge"
-        if MUNGE_SOCKET.exists():
-            raise SlurmUnavailable(f"{MUNGE_SOCKET} exists: another munged runs on this host")
         if not MUNGE_SOCKET.parent.exists():
             MUNGE_SOCKET.parent.mkdir(mode=0o755, parents=True)
             self.created.append(MUNGE_SOCKET.parent)
@@ -207,7 +218,19 @@ class LocalSlurm:
                 f"--log-file={self.root}/log/munged.log",
             ],
         )
-        self._wait("munged", MUNGE_SOCKET.exists, 30)
+        self._wait("munged", munge_answers, 30)
+
+    def start(self) -> LocalSlurm:
+        for sub in ("munge", "state", "spool", "log"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        port = _free_port()
+        self.conf.write_text(
+            slurm_conf(self.root, self.host, os.cpu_count() or 1, _memory_mb(), port)
+        )
+        self._start_munged(key)
         self._spawn("slurmctld", ["-D", "-i", "-f", str(self.conf)])
         self._wait("slurmctld", lambda: "UP" in self._query("scontrol", "ping"))
         if not SLURM_RUN.exists():

@@ -81,4 +81,7 @@ def test_slurm_results_equal_local_results_bitwise(runs, name):
 def test_daemons_are_stopped(runs):
     cluster = runs[3]
     assert not cluster.procs
-    assert not slurm_local.MUNGE_SOCKET.exists()
+    if cluster.foreign_munged:  # a munged that was running before is left running
+        assert slurm_local.munge_answers()
+    else:
+        assert not slurm_local.MUNGE_SOCKET.exists()
