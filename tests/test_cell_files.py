@@ -236,3 +236,41 @@ def test_written_files_follow_the_umask(tmp_path, method_cells):
             os.umask(old)
         for path in (cell, merged, data):
             assert path.stat().st_mode & 0o777 == mode, path
+
+
+def test_a_cell_without_test_predictions_keeps_its_traces_through_merge(tmp_path):
+    """Methods whose answer is not a prediction at test points (likelihood 'none': network
+    ensembles, densities; thesis chs. 2-4, 6.5) write empty predictions, no test metrics,
+    their numbers as traces, and an 'approximation' evidence kind merges like the others."""
+    from bnnsweep.datasets.generated import unstandardised_split
+    from bnnsweep.method_base import FitResult
+    from bnnsweep.results import cell_content
+    from bnnsweep.sweep import Cell
+
+    rng = np.random.default_rng(0)
+    split = unstandardised_split(
+        "span-1.0", rng.normal(size=(5, 3)), np.zeros((5, 0)), np.zeros((0, 3)), np.zeros((0, 0))
+    )
+    paths = []
+    for q in ("mean_field", "mixture"):
+        bound = -rng.uniform(1, 2, size=5)
+        result = FitResult(
+            pred_mean=np.zeros((0, 0)),
+            pred_var=np.zeros((0, 0)),
+            likelihood="none",
+            log_evidence=float(bound.sum()),
+            log_evidence_kind="approximation",
+            traces={"bound": (("network",), bound)},
+        )
+        cell = Cell("e", "nets", "span-1.0", "m", "m", 0, (("q_family", q),), {})
+        path = tmp_path / f"{q}.nc"
+        write_cell_atomic(cell_content(result, split, cell), path)
+        paths.append(path)
+        assert "test_rmse" not in read_cell(path)
+        np.testing.assert_array_equal(read_cell(path)["bound"].values, bound)
+    merged = merge_cells(paths)
+    assert list(merged["q_family"].values) == ["mean_field", "mixture"]
+    assert merged["bound"].dims == ("run", "network")
+    assert set(merged["log_evidence_kind"].values) == {"approximation"}
+    with pytest.raises(ValueError, match="likelihood must be one of"):
+        FitResult(pred_mean=np.zeros((0, 0)), pred_var=np.zeros((0, 0)), likelihood="nothing")

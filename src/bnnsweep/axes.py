@@ -41,6 +41,28 @@ AXES: dict[str, Axis] = {
             "a schedule name (lower-case letters, digits and _)",
             pattern="^[a-z0-9_]+$",
         ),
+        # thesis chs. 2-4: the family of the variational distribution Q (mean_field,
+        # mixture, chain) and where a Boltzmann machine's free phase starts
+        Axis(
+            "q_family",
+            str,
+            "q",
+            "none",
+            "a distribution family name (lower-case letters, digits and _)",
+            pattern="^[a-z0-9_]+$",
+        ),
+        Axis(
+            "joint_init",
+            str,
+            "init",
+            "none",
+            "a start name (lower-case letters, digits and _)",
+            pattern="^[a-z0-9_]+$",
+        ),
+        # thesis ch. 3: the soft-margin penalty C of the SVM M-steps
+        Axis("penalty", int, "c", -1, "a positive integer", minimum=1),
+        # thesis sec. 6.5: the number of fitted ICA sources
+        Axis("sources", int, "src", -1, "a positive integer", minimum=1),
     )
 }
 

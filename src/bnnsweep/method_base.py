@@ -11,7 +11,13 @@ import numpy as np
 
 STATUSES = ("ok", "diverged", "not_converged")
 SEVERITY = {"ok": 0, "not_converged": 1, "diverged": 2}
-EVIDENCE_KINDS = ("none", "lower_bound", "laplace", "chain", "exact")
+EVIDENCE_KINDS = ("none", "lower_bound", "laplace", "chain", "exact", "approximation")
+"""How ``log_evidence`` was obtained; ``approximation`` is an estimate that is neither a bound
+nor exact (a Boltzmann machine's mean-field F = L+ - L-, thesis eqs. 4.12-4.15)."""
+LIKELIHOODS = ("gaussian", "probit", "softmax", "poisson", "none")
+"""``none``: a method whose answer is not a prediction at test points (an ensemble of random
+networks, a density over binary patterns, thesis chs. 2-4 and 6.5); its predictions are
+empty, shape (0, P), and its numbers are in ``traces`` and ``diagnostics``."""
 
 
 FUNCTION_SAMPLES = 10
@@ -69,6 +75,8 @@ class FitResult:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.log_evidence_kind not in EVIDENCE_KINDS:
             raise ValueError(f"log_evidence_kind must be one of {EVIDENCE_KINDS}")
+        if self.likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {self.likelihood!r}")
 
     def flag(self, status: str, message: str) -> None:
         """Record numerical trouble: the most severe status wins, messages accumulate."""

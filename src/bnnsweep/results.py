@@ -151,7 +151,9 @@ def cell_content(
         "n_train": _var(np.int64(split.x_train.shape[0]), (), "n_train"),
         "n_grad_evals": _var(np.int64(result.n_grad_evals), (), "n_grad_evals"),
     }
-    if result.likelihood != "gaussian":
+    if result.likelihood == "none":  # no test predictions: the numbers are traces
+        metrics = {}
+    elif result.likelihood != "gaussian":
         metrics = discrete_metrics(result, y)
         if result.class_probs is not None:
             data["class_probs"] = _var(result.class_probs, ("test_point", "class"), "class_probs")
