@@ -16,6 +16,7 @@ SETS = {  # name: (task, classes or None, n_splits, n_inputs)
     "synthetic_softmax10": ("multiclass", 10, 10, 10),
     "synthetic_softmax100": ("multiclass", 100, 10, 10),
     "toy_two_class": ("binary", 2, 1, 2),
+    "toy_three_class": ("multiclass", 3, 1, 2),
     "synthetic_counts": ("count", None, 10, 5),
 }
 

@@ -55,7 +55,7 @@ OTHER_SHAPES = {
 }
 # classification and count sets of the ADF methods (tested in test_adf_datasets.py)
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",
-            "synthetic_softmax10", "synthetic_softmax100", "toy_two_class")  # fmt: skip
+            "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

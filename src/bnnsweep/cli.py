@@ -101,7 +101,7 @@ def cmd_fit(args) -> int:
     cell = Cell(
         args.experiment,
         args.dataset,
-        args.split,
+        args.split or _default_split(args.dataset),
         args.label or args.method,
         args.method,
         args.seed,
@@ -111,6 +111,17 @@ def cmd_fit(args) -> int:
     log = _logger(args.log)
     fit_cell_to_file(cell, args.output, args.data, log, report=_reporter(args.log, log))
     return 0
+
+
+def _default_split(dataset: str) -> str:
+    """``default``, or the first split of a registered dataset that has no split of that name."""
+    from .datasets.registry import entry
+
+    try:
+        split_names = entry(dataset).split_names
+    except ValueError:  # not registered: the fit names the problem
+        return "default"
+    return "default" if "default" in split_names or not split_names else split_names[0]
 
 
 def cmd_prepare(args) -> int:
@@ -273,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         fit.add_argument(f"--{axis.name}", type=axis.type, help=f"sweep axis: {axis.valid}")
     fit.add_argument("--seed", type=int, default=0, help="random seed of the fit (default 0)")
     fit.add_argument(
-        "--split", default="default", help="the dataset's split to fit (default: default)"
+        "--split",
+        help="the dataset's split to fit (default: 'default', or the first split of a dataset "
+        "that has none of that name)",
     )
     fit.add_argument("--set", action="append", metavar="KEY=VALUE", help="a method setting")
     fit.add_argument("--settings-json", help="method settings as one JSON object")

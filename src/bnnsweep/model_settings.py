@@ -65,7 +65,7 @@ class ModelSettings:
     def build(self, split: Split) -> tuple[PenalisedError, GammaPrior]:
         """The penalised error on the split's training data and the noise hyperprior."""
         network = Network(split.n_inputs, self.hidden, split.n_outputs, self.activation)
-        hyper = {**_default_hyperpriors(), **self.hyperpriors}
+        hyper = {**type(self)().hyperpriors, **self.hyperpriors}  # the method's own defaults
         prior = make_prior(network, self.prior, hyper)
         objective = PenalisedError(network, prior, split.x_train, split.y_train)
         return objective, GammaPrior.from_spec(self.noise_hyperprior)

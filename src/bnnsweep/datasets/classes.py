@@ -5,7 +5,7 @@ Vendored (``data/classification/``, own manifest): ``breast_cancer`` (binary) an
 softmax problems ``synthetic_softmax10``/``synthetic_softmax100`` (Gaussian inputs and
 weights, labels sampled from the softmax model, about 100 examples a class), the two-class
 toy ``toy_two_class`` (ten 2-d points; the test set is the [-6, 6]^2 grid of the paper's
-figure), and ``synthetic_counts`` (Poisson counts from a random ReLU network). Labels are
+figure) and its three-class counterpart ``toy_three_class``, and ``synthetic_counts`` (Poisson counts from a random ReLU network). Labels are
 class indices 0..C-1 (counts the counts) in a single target column, never standardised
 (``y_mean`` 0, ``y_scale`` 1); inputs of the real sets are standardised per split.
 """
@@ -206,6 +206,43 @@ def toy_two_class() -> dict[str, Split]:
     g1, g2 = np.meshgrid(TOY_GRID, TOY_GRID)
     grid = np.column_stack([g1.ravel(), g2.ravel()])
     return {"default": unstandardised_split("default", x, y, grid, (grid.sum(axis=1) > 0) * 1.0)}
+
+
+TOY_THREE_SEED = 30003
+TOY_THREE_CENTRES = 2.0 * np.array(
+    [[np.cos(a), np.sin(a)] for a in np.deg2rad([90.0, 210.0, 330.0])]
+)
+
+
+@register(
+    "toy_three_class",
+    metadata={
+        "source": (
+            "generated: fifteen 2-d points, five from N(c_k, 0.5^2 I) for each of three classes "
+            "k, the centres c_k at radius 2 and angles 90, 210 and 330 degrees"
+        ),
+        "licence": _GENERATED_LICENCE,
+        "preprocessing": (
+            "Not standardised. Test set: the 31 x 31 grid on [-4, 4]^2, labelled by the nearest "
+            "centre. The multiclass counterpart of toy_two_class, small enough for any method's "
+            "defaults to run in seconds."
+        ),
+        "task": "multiclass",
+        "n_classes": 3,
+        "error_measure": "error_rate",
+        "seed": TOY_THREE_SEED,
+    },
+    split_names=["default"],
+)
+def toy_three_class() -> dict[str, Split]:
+    rng = np.random.default_rng(TOY_THREE_SEED)
+    x = np.repeat(TOY_THREE_CENTRES, 5, axis=0) + 0.5 * rng.standard_normal((15, 2))
+    y = np.repeat([0.0, 1.0, 2.0], 5)
+    axis = np.linspace(-4.0, 4.0, 31)
+    g1, g2 = np.meshgrid(axis, axis)
+    grid = np.column_stack([g1.ravel(), g2.ravel()])
+    nearest = np.argmin(((grid[:, None, :] - TOY_THREE_CENTRES) ** 2).sum(axis=2), axis=1)
+    return {"default": unstandardised_split("default", x, y, grid, nearest * 1.0)}
 
 
 COUNT_SEED = 30003
