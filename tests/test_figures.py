@@ -328,3 +328,16 @@ def test_toy_regression_without_one_input_datasets_is_a_note(tmp_path):
 def test_method_colours_do_not_depend_on_order():
     assert method_palette(["map", "laplace"]) == method_palette(["laplace", "map", "map"])
     assert len(set(method_palette(["a", "b", "c"]).values())) == 3
+
+
+def test_a_method_has_one_colour_in_every_figure():
+    """Issue 17: laplace is not blue in one figure and orange in the next."""
+    from bnnsweep.figures import method_palette
+    from bnnsweep.methods import names
+
+    alone = method_palette(["laplace"])["laplace"]
+    for company in (["chaining"], ["map", "hmc", "vi_gauss"], ["my_label", "zz"]):
+        assert method_palette(["laplace", *company])["laplace"] == alone
+    labels = [*names(), "vi_gauss_full", "vi_gauss_fa", "a", "b", "c", "d", "e", "f", "g"]
+    palette = method_palette(labels)
+    assert len(set(palette.values())) == len(labels)  # distinct within one figure

@@ -89,14 +89,36 @@ def outside_legend(ax, handles, title: str | None = None) -> None:
     )
 
 
-def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
-    """Fixed colours keyed by the sorted method labels, so every figure of one merged file
-    colours a method alike."""
+PALETTE_SIZE = 20
+
+
+@lru_cache(maxsize=1)
+def _fixed_colours() -> tuple[dict[str, tuple[float, float, float]], list]:
+    """Every registered method's own colour (seaborn's colorblind palette, then its dark one),
+    by the method's place among the sorted registered names, and the colours left over."""
     import seaborn as sns
 
+    from ..methods import names
+
+    colours = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
+    registered = names()[:PALETTE_SIZE]
+    return dict(zip(registered, colours, strict=False)), colours[len(registered) :]
+
+
+def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
+    """One colour per method label, the same in every figure of every experiment: a label that
+    is a registered method's name always gets that method's colour (``laplace`` is the same
+    colour wherever it is drawn); other labels (``vi_gauss_full``, a config's own names) take
+    the colours no registered method holds, in sorted order, then husl colours."""
+    import seaborn as sns
+
+    fixed, spare = _fixed_colours()
     labels = sorted({str(m) for m in methods})
-    base = "colorblind" if len(labels) <= 10 else "husl"
-    return dict(zip(labels, sns.color_palette(base, max(len(labels), 1)), strict=False))
+    others = [m for m in labels if m not in fixed]
+    extra = list(spare) + sns.color_palette("husl", max(len(others) - len(spare), 1))
+    palette = {m: fixed[m] for m in labels if m in fixed}
+    palette.update(zip(others, extra, strict=False))
+    return palette
 
 
 def save_figure(fig: Figure, path) -> None:
