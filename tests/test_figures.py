@@ -341,3 +341,22 @@ def test_a_method_has_one_colour_in_every_figure():
     labels = [*names(), "vi_gauss_full", "vi_gauss_fa", "a", "b", "c", "d", "e", "f", "g"]
     palette = method_palette(labels)
     assert len(set(palette.values())) == len(labels)  # distinct within one figure
+
+
+def test_error_table_leaves_an_axis_blank_where_a_method_does_not_use_it(tmp_path):
+    """Issue 17: no -1 or 'none' sentinels in tables."""
+    ds = make_merged()
+    is_map = ds["method"].values == "map"
+    ds = ds.assign_coords(
+        components=("run", np.where(is_map, 2, -1)),
+        schedule=("run", np.where(is_map, "paper", "none")),
+    )
+    table = error_table(ds)
+    laplace = table[table["method"] == "laplace"]
+    assert laplace["components"].isna().all() and laplace["schedule"].isna().all()
+    assert (table.loc[table["method"] == "map", "components"] == 2).all()
+    draw("error_table", ds, tmp_path / "t.md")
+    for line in (tmp_path / "t.md").read_text().splitlines():
+        if line.startswith("| toy_sine | laplace | 1 |"):
+            assert line.startswith("| toy_sine | laplace | 1 |  |  | 2 | 0 |"), line
+    assert ",-1," not in (tmp_path / "t.csv").read_text()

@@ -1,7 +1,7 @@
 """``error_table``: test errors per dataset, method and sweep axis value, with published values.
 
-One row per (dataset, method[, hidden][, components][, schedule]) — an axis is a column
-only when some run uses it. For each metric, the mean and standard error (sample s.d. /
+One row per (dataset, method[, hidden][, components][, schedule]...) — an axis is a column
+only when some run uses it, blank in the rows of methods that do not. For each metric, the mean and standard error (sample s.d. /
 sqrt(n)) over the group's seeds and splits, taken over runs with a finite value and not
 ``diverged``; ``n_runs`` counts every run of the group, ``n_not_ok`` those whose status is
 not ``ok``. ``published`` lists the reference values of :mod:`.published` for the dataset
@@ -17,7 +17,7 @@ import pandas as pd
 import xarray as xr
 
 from ..atomic_file import write_atomic
-from ..axes import NOT_APPLICABLE
+from ..axes import AXES, NOT_APPLICABLE
 from ._common import mean_se, runs_frame
 from .published import format_references
 
@@ -55,7 +55,18 @@ def error_table(ds: xr.Dataset) -> pd.DataFrame:
         *(f"{m}_{s}" for m in METRICS for s in ("mean", "se")),
         "published",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    return blank_unused_axes(pd.DataFrame(rows, columns=columns))
+
+
+def blank_unused_axes(table: pd.DataFrame) -> pd.DataFrame:
+    """Axis columns with a missing value (<NA>, written blank) where a row's method does not
+    use the axis, instead of the merged file's 'not applicable' sentinel (-1, 'none')."""
+    for name, axis in AXES.items():
+        if name in table:
+            kind = "Int64" if axis.type is int else "string"
+            column = table[name].astype(kind)
+            table[name] = column.mask(column == axis.not_applicable)
+    return table
 
 
 def _fmt(mean: float, se: float) -> str:
@@ -84,7 +95,7 @@ def to_markdown(table: pd.DataFrame) -> str:
         + "|---|",
     ]
     for _, row in table.iterrows():
-        cells = [str(row[k]) for k in keys]
+        cells = ["" if pd.isna(row[k]) else str(row[k]) for k in keys]
         cells += [str(int(row["n_runs"])), str(int(row["n_not_ok"]))]
         cells += [_fmt(row[f"{m}_mean"], row[f"{m}_se"]) for m in METRICS]
         cells.append(str(row["published"]).replace("|", "/"))
