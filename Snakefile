@@ -65,6 +65,7 @@ except (ConfigError, ValueError) as err:
 
 RESULTS = CONFIG["results_dir"]
 CODE_RERUNS = CONFIG["code_reruns"]
+FIGURE_FORMATS = CONFIG["figure_format"]
 # the jobs' conda environment (--software-deployment-method conda): envs/bnnsweep.yaml with
 # this checkout's absolute path and lock file
 CONDA_ENV = str(conda_env_file(Path(workflow.basedir), Path(".snakemake") / "bnnsweep"))

@@ -158,6 +158,14 @@ def test_missing_suffix_gets_the_kind_suffix_and_a_wrong_one_is_refused(merged_p
         draw("occam_hill", merged_path, tmp_path / "hill.md")
 
 
+@pytest.mark.parametrize(("suffix", "magic"), [(".pdf", b"%PDF"), (".svg", b"<?xml")])
+def test_figures_are_written_as_pdf_or_svg_when_asked(merged_path, tmp_path, suffix, magic):
+    """``figure_format: [pdf, svg]``: vector figures for a paper."""
+    path = tmp_path / f"hill{suffix}"
+    assert draw("occam_hill", merged_path, path) == [path]
+    assert path.read_bytes().startswith(magic)
+
+
 def test_unknown_kind_names_the_valid_kinds(merged_path, tmp_path):
     with pytest.raises(ValueError) as info:
         draw("occam_valley", merged_path, tmp_path / "x.png")

@@ -23,7 +23,9 @@ def figure_files(experiment):
         if kind == "error_table":
             out += [f"{RESULTS}/{experiment}/tables/error_table.md"]
         else:
-            out += [f"{RESULTS}/{experiment}/figures/{kind}.png"]
+            out += [
+                f"{RESULTS}/{experiment}/figures/{kind}.{ext}" for ext in FIGURE_FORMATS
+            ]
     return out
 
 

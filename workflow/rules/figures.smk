@@ -1,15 +1,18 @@
 rule figure:
-    """A figure of an experiment, drawn from its merged file only."""
+    """A figure of an experiment, drawn from its merged file only, in one of the config's
+    `figure_format`s."""
     input:
         f"{RESULTS}/{{experiment}}/merged.nc",
     output:
         report(
-            f"{RESULTS}/{{experiment}}/figures/{{kind}}.png",
+            f"{RESULTS}/{{experiment}}/figures/{{kind}}.{{ext}}",
             caption="../report/figure.rst",
             category="{experiment}",
         ),
     log:
-        f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}.log",
+        f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}_{{ext}}.log",
+    wildcard_constraints:
+        ext="png|pdf|svg",
     conda:
         CONDA_ENV
     params:

@@ -50,7 +50,7 @@ from ..cell_checksum import CHECKSUM_ATTR
 from ..cell_reader import dataset_integrity_problem
 from ..file_seal import seal_problem
 from ..results import with_run_test_data
-from ._common import method_palette, save_figure
+from ._common import FIGURE_SUFFIXES, method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
@@ -113,7 +113,7 @@ def load_merged(path: str | os.PathLike) -> xr.Dataset:
 
 def _output_path(kind: str, suffix: str, output_path) -> Path:
     path = Path(output_path)
-    allowed = (".md", ".csv") if suffix == ".md" else (suffix,)
+    allowed = (".md", ".csv") if suffix == ".md" else FIGURE_SUFFIXES
     if path.suffix == "":
         return path.with_suffix(suffix)
     if path.suffix.lower() not in allowed:
@@ -128,7 +128,7 @@ def draw(kind: str, merged_path: str | os.PathLike | xr.Dataset, output_path) ->
     """Draw figure or table ``kind`` from the merged file ``merged_path`` (or an already
     loaded Dataset) into ``output_path``; return the paths written.
 
-    Figures are PNG at 150 dpi. Tables write ``<stem>.md`` and ``<stem>.csv``. A missing
+    Figures are PNG at 150 dpi, or PDF or SVG when ``output_path`` ends so. Tables write ``<stem>.md`` and ``<stem>.csv``. A missing
     suffix gets the kind's own. Raises ``ValueError`` for an unknown kind (listing the valid
     ones) or a suffix that does not fit the kind.
     """

@@ -10,6 +10,7 @@ import contextlib
 import warnings
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -121,10 +122,15 @@ def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, floa
     return palette
 
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
 def save_figure(fig: Figure, path) -> None:
-    """Save ``fig`` as PNG, whole or not at all (``atomic_file.write_atomic``)."""
+    """Save ``fig`` as PNG (``DPI``), PDF or SVG, as the path's suffix says, whole or not at
+    all (``atomic_file.write_atomic``)."""
     fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", bbox_inches="tight"))
+    kind = Path(path).suffix.lower().lstrip(".") or "png"
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format=kind, bbox_inches="tight"))
     fig.clear()
 
 
