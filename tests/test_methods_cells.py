@@ -78,5 +78,25 @@ def test_chaining_refuses_a_nearly_improper_hyperprior():
     from bnnsweep.methods import get_method
 
     settings = {k: v for k, v in TINY["chaining"].items() if k != "hyperpriors"}
+    settings["hyperpriors"] = {"input_hidden": {"shape": 3e-4, "rate": 1e-3}}
     with pytest.raises(SettingsError, match="'input_hidden' has shape 0.0003"):
         get_method("chaining").settings(settings)
+
+
+def test_map_validation_sets_cover_the_data_in_folds_or_hold_out_a_fraction():
+    """Issue 17: a fair early-stopping baseline on small data (k-fold), the paper's holdout
+    on larger data."""
+    from bnnsweep.methods import get_method
+    from bnnsweep.methods.map_early_stopping import validation_sets
+
+    method = get_method("map")
+    settings = method.settings({})
+    folds = validation_sets(30, settings, np.random.default_rng(0))
+    assert settings.scheme(30) == "kfold" and len(folds) == 5
+    assert sorted(np.concatenate(folds).tolist()) == list(range(30))
+    assert settings.scheme(221) == "holdout"
+    (held,) = validation_sets(221, settings, np.random.default_rng(0))
+    assert len(held) == 22
+    holdout = method.settings({"validation": "holdout"})
+    assert holdout.scheme(30) == "holdout" and holdout.restarts_per_fit(30) == 10
+    assert settings.restarts_per_fit(30) == 2

@@ -54,9 +54,17 @@ class Cell:
         return f"{self.experiment}/cells/{self.dataset}/{self.method}/{self.cell_id}"
 
     def rng(self) -> np.random.Generator:
-        """A generator seeded by SeedSequence over the seed and a SHA-256 encoding of the cell
-        (never Python's hash(), which varies between processes)."""
-        encoded = json.dumps({k: v for k, v in self.key().items() if k != "seed"}, sort_keys=True)
+        """A generator seeded by SeedSequence over the seed and a SHA-256 encoding (never
+        Python's hash(), which varies between processes) of the data and the network size:
+        dataset, split and ``hidden``, not the method, its label or its other axes.
+
+        Common random numbers: every method of one (dataset, split, seed, hidden) draws the
+        same stream, so that methods that start from random weights start from the same
+        ones (a diagonal, full and factor-analysis Gaussian, a mixture and its one-component
+        start, Laplace's restarts), and differences between them in a table are paired."""
+        common = {"dataset": self.dataset, "split": self.split}
+        common["hidden"] = dict(self.axes).get("hidden", NOT_APPLICABLE["hidden"])
+        encoded = json.dumps(common, sort_keys=True)
         digest = hashlib.sha256(encoded.encode()).digest()
         words = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
         return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=words))

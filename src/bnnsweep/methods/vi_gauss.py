@@ -288,9 +288,11 @@ def fit(split: Split, settings: VIGaussSettings, rng: np.random.Generator, log=p
     family = GaussianFamily(settings.covariance, net.n_weights, settings.factors)
     bound = GaussianBound(objective, family, settings.g2)
     fits = []
-    for r in range(settings.restarts):
+    # every restart's start first, so that restart r starts where restart r of any other
+    # covariance (and of laplace) does: the cell's stream is shared (sweep.Cell.rng)
+    starts = net.init_weights(rng, settings.restarts, settings.init_scale)
+    for r, w0 in enumerate(starts):
         log(f"restart {r + 1}/{settings.restarts}")
-        w0 = net.init_weights(rng, 1, settings.init_scale)[0]
         hyper = initial_hyper(settings, objective, noise_prior)
         theta0, start_bound = family.pack(w0, settings.init_sd, rng, settings.init_sd), np.nan
         if settings.covariance != "diag" and settings.init_from_diag:

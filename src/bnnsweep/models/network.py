@@ -76,18 +76,28 @@ class Network:
         }
 
     def init_weights(self, rng: np.random.Generator, n: int, scale: float = 1.0) -> np.ndarray:
-        """n random weight vectors: fan-in scaled Gaussians (biases included), shape (n, W)."""
-        I, H = self.n_inputs, self.n_hidden
+        """n random weight vectors: fan-in scaled Gaussians (biases included), shape (n, W).
+
+        Drawn one vector after another, so the first k of n are the k a call with n = k
+        draws: restart r of one method starts where restart r of another does when both draw
+        their starts first from the cell's shared stream (``sweep.Cell.rng``)."""
         w = np.empty((n, self.n_weights))
+        for r in range(n):
+            w[r] = self._one_start(rng, scale)
+        return w
+
+    def _one_start(self, rng: np.random.Generator, scale: float) -> np.ndarray:
+        I, H = self.n_inputs, self.n_hidden
+        w = np.empty(self.n_weights)
         s = self.slices
         if H == 0:
-            w[:, s["Wd"]] = rng.normal(0.0, scale / np.sqrt(I + 1), (n, s["Wd"].stop))
-            w[:, s["b2"]] = 0.0
+            w[s["Wd"]] = rng.normal(0.0, scale / np.sqrt(I + 1), s["Wd"].stop)
+            w[s["b2"]] = 0.0
             return w
-        w[:, s["W1"]] = rng.normal(0.0, scale / np.sqrt(I + 1), (n, H * I))
-        w[:, s["b1"]] = rng.normal(0.0, scale / np.sqrt(I + 1), (n, H))
-        w[:, s["W2"]] = rng.normal(0.0, scale / np.sqrt(H + 1), (n, s["W2"].stop - s["W2"].start))
-        w[:, s["b2"]] = 0.0
+        w[s["W1"]] = rng.normal(0.0, scale / np.sqrt(I + 1), H * I)
+        w[s["b1"]] = rng.normal(0.0, scale / np.sqrt(I + 1), H)
+        w[s["W2"]] = rng.normal(0.0, scale / np.sqrt(H + 1), s["W2"].stop - s["W2"].start)
+        w[s["b2"]] = 0.0
         return w
 
     # ---- forward pass -----------------------------------------------------------------
