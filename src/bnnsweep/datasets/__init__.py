@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registration)
     classes,
     downloadable,
     generated,
+    ica_mixtures,
     robot_arm,
     tecator,
     timeseries,
