@@ -31,6 +31,9 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
+``ica_alpha``, ``ica_bound_trace``, ``ica_sources``
+    variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, the
+    bound against update, true against recovered sources (figures/ica.py)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -56,6 +59,7 @@ from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
+from .ica import ica_alpha, ica_bound_trace, ica_sources
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
@@ -72,6 +76,9 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
+    "ica_alpha": (ica_alpha, ".png"),
+    "ica_bound_trace": (ica_bound_trace, ".png"),
+    "ica_sources": (ica_sources, ".png"),
 }
 
 __all__ = [
@@ -83,6 +90,9 @@ __all__ = [
     "draw",
     "error_table",
     "evidence_vs_error",
+    "ica_alpha",
+    "ica_bound_trace",
+    "ica_sources",
     "load_merged",
     "method_palette",
     "nrd_hidden_units",
