@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (registration)
     ica_mixtures,
     robot_arm,
     tecator,
+    thesis_ch1,
     timeseries,
     toy_nrd,
     uci,

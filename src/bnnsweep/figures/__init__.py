@@ -34,6 +34,8 @@
 ``ica_alpha``, ``ica_bound_trace``, ``ica_sources``
     variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, the
     bound against update, true against recovered sources (figures/ica.py)
+``chapter_one_checks``
+    the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed values
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -63,6 +65,7 @@ from .ica import ica_alpha, ica_bound_trace, ica_sources
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
+from .thesis_ch1 import chapter_one_checks
 from .toy_regression import toy_regression
 
 FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = {
@@ -79,6 +82,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "ica_alpha": (ica_alpha, ".png"),
     "ica_bound_trace": (ica_bound_trace, ".png"),
     "ica_sources": (ica_sources, ".png"),
+    "chapter_one_checks": (chapter_one_checks, ".png"),
 }
 
 __all__ = [
@@ -98,6 +102,7 @@ __all__ = [
     "nrd_hidden_units",
     "occam_hill",
     "schedule_comparison",
+    "chapter_one_checks",
     "toy_regression",
     "write_table",
 ]
