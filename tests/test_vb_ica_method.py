@@ -131,6 +131,10 @@ def test_toy_fits_never_lower_the_bound_and_find_the_true_columns(toy_fits):
         assert result.log_evidence == trace[-1] and result.log_evidence_kind == "lower_bound"
         assert np.all(result.traces["cosine"][1] > 0.95)
         assert result.diagnostics["sources_switched_off"] == 1
+        # the switched-off alpha nears the ceiling (a + P/2)/b of its update (a = b = 1e-3)
+        assert result.diagnostics["log10_alpha_ceiling"] == pytest.approx(np.log10(1.501 / 1e-3))
+        top = np.max(result.traces["log10_alpha"][1])
+        assert np.log10(1501) - 0.2 < top <= np.log10(1501) + 1e-12
         assert result.diagnostics["bound_violations"] == 0
         w = result.traces["mixing_mean"][1]
         assert w.shape == (3, 3) and result.traces["cosine"][0] == ("true_source",)

@@ -95,6 +95,12 @@ def ica_alpha(ds: xr.Dataset) -> Figure:
                 f"smallest = {np.nanmedian(spans):.2f}; switched off (ratio > {ratio:g}) in "
                 f"{off}/{len(group)} runs; sources removed by the bound: {removed.mean():.2f} per run"
             )
+            if "diag_log10_alpha_ceiling" in group:
+                ceiling = float(group["diag_log10_alpha_ceiling"].iloc[0])
+                ax.axhline(ceiling, color="0.5", linestyle=":", linewidth=0.8)
+                ours += (
+                    f"; dotted: the ceiling log10 (a + P/2)/b = {ceiling:.2f} of the alpha update"
+                )
             lines = [f"{dataset}: {method}, I = {n_src}", PUBLISHED.get(str(dataset), "")]
             lines += [ours, SUBSTITUTE.get(str(dataset), "")]
             ax.set_title(_wrap(lines), fontsize=6.5, loc="left")

@@ -23,7 +23,8 @@ columns for removed sources), ``source_mean`` <x_n> over (``point``, ``source``)
 split carries the true mixing matrix in ``x_test`` (rows = true columns), ``cosine`` over
 ``true_source``: |cos| between each true column and the best-matching fitted column.
 Diagnostics: ``sources_switched_off`` (sources whose <alpha> exceeds the smallest <alpha> by
-more than ``switch_off_ratio``), ``sources_removed``, ``noise_variance`` (1/<beta>),
+more than ``switch_off_ratio``), ``log10_alpha_ceiling`` (log10 (a + P/2)/b, the largest
+<alpha> the update can give, where a switched-off source ends), ``sources_removed``, ``noise_variance`` (1/<beta>),
 ``bound_decrease_max`` and ``bound_violations``. The bound must never fall by more than
 ``monotone_tol`` * max(1, |L|) (round-off); if it does the run's status is ``diverged``.
 """
@@ -101,6 +102,12 @@ def switched_off(log10_alpha: np.ndarray, ratio: float) -> np.ndarray:
     return log10_alpha - np.nanmin(log10_alpha) > np.log10(ratio)
 
 
+def alpha_ceiling(prior, n_observed: int) -> float:
+    """log10 of the largest <alpha_i> the update (6.25-6.26) can give, (a + P/2) / b, reached
+    as <w_i^T w_i> -> 0: where a switched-off source's alpha ends, set by the hyperprior."""
+    return float(np.log10((prior.alpha.shape + 0.5 * n_observed) / prior.alpha.rate))
+
+
 def bound_decreases(trace: np.ndarray, tol: float) -> np.ndarray:
     """Per update, how far the bound fell beyond ``tol`` * max(1, |L|) (0 where it did not)."""
     drop = trace[:-1] - trace[1:]
@@ -115,9 +122,10 @@ def fit(split: Split, settings: VBICASettings, rng: np.random.Generator, log=pri
     wall = time.perf_counter()
     t = split.x_train
     n_src = settings.sources
+    prior = ICAPrior(source_mixture(settings))
     engine = fit_vb_ica(
         t,
-        ICAPrior(source_mixture(settings)),
+        prior,
         n_outer=settings.outer,
         max_inner=settings.inner,
         inner_tol=settings.tolerance,
@@ -164,6 +172,7 @@ def fit(split: Split, settings: VBICASettings, rng: np.random.Generator, log=pri
         diagnostics={
             "sources_switched_off": int(off.sum()),
             "switch_off_ratio": float(settings.switch_off_ratio),
+            "log10_alpha_ceiling": alpha_ceiling(prior, t.shape[1]),
             "sources_removed": int(n_src - kept.sum()),
             "noise_variance": float(1.0 / engine.beta_mean),
             "bound_decrease_max": float(drops.max(initial=0.0)),
