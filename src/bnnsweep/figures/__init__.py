@@ -31,6 +31,11 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
+``ica_alpha``, ``ica_bound_trace``, ``ica_sources``
+    variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, the
+    bound against update, true against recovered sources (figures/ica.py)
+``chapter_one_checks``
+    the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed values
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -56,9 +61,11 @@ from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
+from .ica import ica_alpha, ica_bound_trace, ica_sources
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
+from .thesis_ch1 import chapter_one_checks
 from .toy_regression import toy_regression
 
 FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = {
@@ -72,6 +79,10 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
+    "ica_alpha": (ica_alpha, ".png"),
+    "ica_bound_trace": (ica_bound_trace, ".png"),
+    "ica_sources": (ica_sources, ".png"),
+    "chapter_one_checks": (chapter_one_checks, ".png"),
 }
 
 __all__ = [
@@ -83,11 +94,15 @@ __all__ = [
     "draw",
     "error_table",
     "evidence_vs_error",
+    "ica_alpha",
+    "ica_bound_trace",
+    "ica_sources",
     "load_merged",
     "method_palette",
     "nrd_hidden_units",
     "occam_hill",
     "schedule_comparison",
+    "chapter_one_checks",
     "toy_regression",
     "write_table",
 ]
