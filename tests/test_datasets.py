@@ -56,11 +56,14 @@ OTHER_SHAPES = {
 # classification and count sets of the ADF methods (tested in test_adf_datasets.py)
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",
             "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class")  # fmt: skip
+# data of the thesis's other models (chs. 1-4, 6.5), tested beside their methods
+THESIS_SETS = ("ica_images", "ica_toy", "thesis_ch1")
 
 
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, datasets.Dataset]:
-    return {name: datasets.load(name) for name in datasets.names() if name not in ADF_SETS}
+    skip = (*ADF_SETS, *THESIS_SETS)
+    return {name: datasets.load(name) for name in datasets.names() if name not in skip}
 
 
 @pytest.fixture
@@ -94,7 +97,7 @@ def _splits_equal(a: datasets.Dataset, b: datasets.Dataset) -> None:
 
 
 def test_names_sorted_and_complete():
-    expected = sorted([*UCI_ROWS, *OTHER_SHAPES, *ADF_SETS])
+    expected = sorted([*UCI_ROWS, *OTHER_SHAPES, *ADF_SETS, *THESIS_SETS])
     assert datasets.names() == expected
 
 

@@ -15,6 +15,8 @@ SMALL_DATASET = {
     "regression": "toy_sine",
     "binary": "toy_two_class",
     "multiclass": "toy_three_class",
+    "unsupervised": "ica_toy",
+    "analytic": "thesis_ch1",
 }
 """The smallest registered dataset of each task, the one a method's defaults are tried on."""
 
