@@ -31,6 +31,15 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
+``bm_correlation_error``
+    Boltzmann machines: pair-correlation errors of mean-field and mixture joints against
+    enumeration, histograms and the mean sum of squares against M (thesis fig. 4.2)
+``bm_galland_iterations``
+    Boltzmann machines on Galland's 6-bit task: iterations to convergence per run and start,
+    learning curves, beside the thesis' 98 iterations (fig. 4.4)
+``bm_toy_learning``
+    Boltzmann machines on the two-unit toy: KL(data || model), weight and biases against
+    iteration for mean field, mixture and exact learning (figs. 4.5-4.6)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -53,6 +62,8 @@ from ..results import with_run_test_data
 from ._common import method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_uci_table import adf_uci_table
+from .bm_correlation import bm_correlation_error
+from .bm_learning import bm_galland_iterations, bm_toy_learning
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
@@ -72,6 +83,9 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
+    "bm_correlation_error": (bm_correlation_error, ".png"),
+    "bm_galland_iterations": (bm_galland_iterations, ".png"),
+    "bm_toy_learning": (bm_toy_learning, ".png"),
 }
 
 __all__ = [
@@ -79,6 +93,9 @@ __all__ = [
     "adf_epoch_error",
     "adf_toy_classification",
     "adf_uci_table",
+    "bm_correlation_error",
+    "bm_galland_iterations",
+    "bm_toy_learning",
     "chaining_diagnostics",
     "draw",
     "error_table",
