@@ -14,8 +14,9 @@
     KL(data || model) and the weight and the two biases against iteration for each q family
     (mean field, mixture of M, exact learning), first run bold and the other runs thin; the
     legend gives each family's median final KL and the number of upward KL jumps > 0.1 per
-    run. The thesis' statement, "mean field ... wildly unstable", the mixture
-    "indistinguishable" from exact learning, is in the title.
+    run; (e), fig. 4.6: the first mean-field run's bias b_1 over iterations 20-60 with the
+    joint's mean-field parameters at each step. The thesis' statement, "mean field ...
+    wildly unstable", the mixture "indistinguishable" from exact learning, is in the title.
 """
 
 from __future__ import annotations
@@ -157,8 +158,9 @@ def bm_toy_learning(ds: xr.Dataset) -> Figure:
     palette = method_palette(runs["label"])
     styles = {"mean_field": ":", "exact": "-"}  # mixtures dashed, as the thesis draws them
     with style():
-        fig = new_figure(12.0, 7.5)
-        axes = fig.subplots(2, 2).ravel()
+        fig = new_figure(16.0, 7.5)
+        grid = fig.subplots(2, 3)
+        axes = grid[:, :2].ravel()
         handles = []
         for label in sorted(runs["label"].unique()):
             r = int(runs.loc[runs["label"] == label, "run"].iloc[0])
@@ -185,6 +187,48 @@ def bm_toy_learning(ds: xr.Dataset) -> Figure:
             ax.set_ylabel(name)
             ax.set_title(f"({tag}) {name}", fontsize="small")
         axes[0].set_yscale("symlog", linthresh=1e-3)
-        outside_legend(axes[1], handles, title="q family (first run bold)")
+        grid[0, 2].set_axis_off()
+        grid[0, 2].legend(
+            handles=handles, loc="center", fontsize="small", title="q family (first run bold)"
+        )
+        mean_field_oscillation(ds, runs, grid[1, 2])
         fig.suptitle(f"{title}\n{TOY_STATEMENT}", fontsize="small")
     return fig
+
+
+FIG_4_6_WINDOW = (20, 60)
+
+
+def mean_field_oscillation(ds: xr.Dataset, runs: pd.DataFrame, ax) -> None:
+    """Fig. 4.6: bias b_1 of the first mean-field run over a window of iterations, with the
+    joint's mean-field parameters <s_1>-, <s_2>- at each step (squares, filled for +)."""
+    mf = runs[runs["label"] == "mean_field"]
+    if mf.empty or "joint_means" not in ds:
+        ax.set_axis_off()
+        return
+    r = int(mf["run"].iloc[0])
+    bias = _curve(ds, "bias_path", r)[:, 0, 0]
+    means = ds["joint_means"].isel(run=r, restart=0, joint_pattern=0, component=0).values
+    lo, hi = FIG_4_6_WINDOW[0], min(FIG_4_6_WINDOW[1], len(bias))
+    it = np.arange(lo, hi)
+    ax.plot(it, bias[lo:hi], color="0.2", label="bias b_1")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("bias b_1")
+    twin = ax.twinx()
+    for unit, offset, colour in ((0, -0.15, "tab:blue"), (1, 0.15, "tab:red")):
+        m = means[lo:hi, unit]
+        twin.scatter(
+            it + offset,
+            m,
+            marker="s",
+            s=10 + 40 * np.abs(m),
+            facecolors=[colour if v > 0 else "white" for v in m],
+            edgecolors=colour,
+            label=f"<s_{unit + 1}>- (mean field)",
+        )
+    twin.set_ylim(-1.1, 1.1)
+    twin.set_ylabel("mean-field parameters of the joint")
+    twin.legend(fontsize="x-small", loc="center left", framealpha=0.9)
+    ax.set_title(
+        "(e) fig. 4.6: mean field hops between the two modes (first run)", fontsize="small"
+    )

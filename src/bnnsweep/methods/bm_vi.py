@@ -33,8 +33,9 @@ Two kinds of cell (setting ``kind``):
     of fig. 4.5. Traces over ``iteration`` and ``restart``: F (``objective``), patterns with
     F > 0, Galland's output error 4.27 and largest output gap (supervised), and, when
     enumerating the joint is cheap (``ENUMERATION_BUDGET``), the exact log-likelihood,
-    KL(data || model) (density tasks) and the parameters (``weight_path`` over pairs,
-    ``bias_path`` over units). With ``stop_within``, ``iterations_to_converge`` (restart) is
+    KL(data || model) (density tasks), the parameters (``weight_path`` over pairs,
+    ``bias_path`` over units) and the joint's component means (``joint_means`` over
+    joint_pattern, component and unit: fig. 4.6's mean-field parameters). With ``stop_within``, ``iterations_to_converge`` (restart) is
     the number of weight updates before the stopping rule held (NaN if it never did).
     ``log_evidence`` is the mean over restarts of the final F (kind ``approximation``: not a
     bound), or of the exact log-likelihood for
@@ -328,6 +329,9 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
             weights_to_vector(w_path, task.mask),
         )
         traces["bias_path"] = (("iteration", "restart", "unit"), b_path)
+        if s.q_family != "exact":  # the joint's component means (fig. 4.6), (I, K, P-, M, n)
+            dims = ("iteration", "restart", "joint_pattern", "component", "unit")
+            traces["joint_means"] = (dims, hist.joint_means_path[:done])
         if not task.supervised:
             kl = np.array(
                 [
