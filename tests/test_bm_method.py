@@ -202,6 +202,14 @@ def test_toy_mean_field_oscillates_and_two_components_track_exact():
         kl[q] = r.traces["kl_data_model"][1]
         if q == "mean_field":
             assert r.status == "not_converged" and "F > 0" in r.status_message
+            # fig. 4.6's parameters: the joint's means at iteration t are a mean-field fixed
+            # point of that iteration's machine, and they hop between the two modes
+            m = r.traces["joint_means"][1][:, :, 0, 0]  # (iteration, restart, unit)
+            w = r.traces["weight_path"][1][..., 0]
+            b = r.traces["bias_path"][1]
+            field = w[..., None] * m[..., ::-1] + b
+            np.testing.assert_allclose(m, np.tanh(field), atol=2e-2)
+            assert np.all((np.diff(np.sign(m[:, :, 0]), axis=0) != 0).sum(0) >= 5)
         else:
             assert r.status == "ok"
     assert np.all((np.diff(kl["mean_field"], axis=0) > 0.1).sum(0) >= 10)
