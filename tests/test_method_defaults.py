@@ -17,6 +17,8 @@ SMALL_DATASET = {
     "multiclass": "toy_three_class",
     "unsupervised": "ica_toy",
     "analytic": "thesis_ch1",
+    "binary_density": "bm_two_point",
+    "network_ensemble": "bm_random_10",
 }
 """The smallest registered dataset of each task, the one a method's defaults are tried on."""
 

@@ -38,6 +38,12 @@ DATASET = {
 OTHER_MODELS = {
     "vb_ica": ("ica_toy", "draw0", (("sources", 2),), {"outer": 2, "inner": 5}),
     "ch1_checks": ("thesis_ch1", "burglary", (), {}),
+    "bm_vi": (
+        "bm_two_point",
+        "default",
+        (("q_family", "mixture"), ("components", 2), ("joint_init", "previous")),
+        {"iterations": 3, "runs": 2},
+    ),
 }
 CONTRACT = ("pred_mean", "pred_var", "test_rmse", "test_loglik", "train_loglik",
             "log_evidence", "log_evidence_kind", "status", "runtime_s", "n_grad_evals")  # fmt: skip

@@ -36,6 +36,15 @@
     bound against update, true against recovered sources (figures/ica.py)
 ``chapter_one_checks``
     the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed values
+``bm_correlation_error``
+    Boltzmann machines: pair-correlation errors of mean-field and mixture joints against
+    enumeration, histograms and the mean sum of squares against M (thesis fig. 4.2)
+``bm_galland_iterations``
+    Boltzmann machines on Galland's 6-bit task: iterations to convergence per run and start,
+    learning curves, beside the thesis' 98 iterations (fig. 4.4)
+``bm_toy_learning``
+    Boltzmann machines on the two-unit toy: KL(data || model), weight and biases against
+    iteration for mean field, mixture and exact learning (figs. 4.5-4.6)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -58,6 +67,8 @@ from ..results import with_run_test_data
 from ._common import FIGURE_SUFFIXES, method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_uci_table import adf_uci_table
+from .bm_correlation import bm_correlation_error
+from .bm_learning import bm_galland_iterations, bm_toy_learning
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
@@ -83,6 +94,9 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "ica_bound_trace": (ica_bound_trace, ".png"),
     "ica_sources": (ica_sources, ".png"),
     "chapter_one_checks": (chapter_one_checks, ".png"),
+    "bm_correlation_error": (bm_correlation_error, ".png"),
+    "bm_galland_iterations": (bm_galland_iterations, ".png"),
+    "bm_toy_learning": (bm_toy_learning, ".png"),
 }
 
 __all__ = [
@@ -90,6 +104,9 @@ __all__ = [
     "adf_epoch_error",
     "adf_toy_classification",
     "adf_uci_table",
+    "bm_correlation_error",
+    "bm_galland_iterations",
+    "bm_toy_learning",
     "chaining_diagnostics",
     "draw",
     "error_table",

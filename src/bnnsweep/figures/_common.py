@@ -201,7 +201,7 @@ def _nmse_scale(ds: xr.Dataset, frame: pd.DataFrame) -> np.ndarray:
     the test targets), taken from ``test_mse / test_nmse`` or else from ``y_test``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = frame["test_mse"].to_numpy(float) / frame["test_nmse"].to_numpy(float)
-    if "y_test" in ds and ds["y_test"].dims[0] == "run":
+    if "y_test" in ds and ds["y_test"].dims[0] == "run" and ds["y_test"].size > 0:
         y = ds["y_test"].transpose("run", "test_point", ...).values
         y = y.reshape(y.shape[0], y.shape[1], -1)
         with warnings.catch_warnings():

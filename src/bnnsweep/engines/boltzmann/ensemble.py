@@ -38,13 +38,17 @@ def joint_accuracy(
     max_sweeps: int = 200,
     tol: float = 1e-4,
     smoothing_spread: float = 1.0,
+    q: str | None = None,
 ) -> JointAccuracy:
     """Approximate the joint of K machines (weights (K, n, n), biases (K, n)) with M =
-    ``components`` (mean field for 1) and score it against enumeration (4.26)."""
+    ``components`` and score it against enumeration (4.26). ``q`` is the family
+    (``phases.Q_FAMILIES``); by default mean field for M = 1 and a mixture otherwise
+    (``"mixture"`` with M = 1 runs the mixture updates on one component)."""
     start = time.process_time()
     machine = phase_machine(weights, biases, None, None)
     state = initial_state(machine, components, rng=rng, smoothing_spread=smoothing_spread)
-    q = "mf" if components == 1 else "mixture"
+    if q is None:
+        q = "mf" if components == 1 else "mixture"
     res = run_phase(
         weights,
         biases,

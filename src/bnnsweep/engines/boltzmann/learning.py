@@ -49,6 +49,9 @@ class LearningHistory(NamedTuple):
     weight_path: np.ndarray  # (I + 1, K, n, n) if keep_path else empty
     bias_path: np.ndarray  # (I + 1, K, n) if keep_path else empty
     seconds: float
+    # (I, K, P-, M, n) the joint's component means at each iteration (fig. 4.6's mean-field
+    # parameters) if keep_path, else empty; P- = 1 when the joint clamps nothing
+    joint_means_path: np.ndarray = np.zeros((0, 0, 0, 0, 0))
 
 
 def _columns(plus_clamped, units) -> list[int]:
@@ -125,7 +128,7 @@ def fit_boltzmann(
 
     rec = {key: np.full((iterations, k), np.nan) for key in ("f", "inc", "ll", "err", "gap")}
     converged = np.full(k, -1)
-    w_path, b_path = [w.copy()], [b.copy()]
+    w_path, b_path, joint_path = [w.copy()], [b.copy()], []
     settings = dict(
         temperatures=temperatures,
         damping=damping,
@@ -159,6 +162,8 @@ def fit_boltzmann(
             minus_settings["temperatures"] = joint_temperatures
         minus = run_phase(w, b, minus_clamped, minus_values, minus_state, q_minus, **minus_settings)
         minus_state = minus.free_state
+        if keep_path:
+            joint_path.append(minus.means.copy())
         per_pattern = approximate_log_likelihood(plus, minus)
         rec["f"][it] = per_pattern.sum(1)
         rec["inc"][it] = inconsistent_joint(per_pattern).sum(1)
@@ -199,6 +204,7 @@ def fit_boltzmann(
         np.array(w_path) if keep_path else np.zeros((0, k, n, n)),
         np.array(b_path) if keep_path else np.zeros((0, k, n)),
         time.process_time() - start,
+        np.array(joint_path) if keep_path else np.zeros((0, k, p_minus, m_minus, n)),
     )
 
 
