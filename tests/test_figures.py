@@ -368,3 +368,13 @@ def test_error_table_leaves_an_axis_blank_where_a_method_does_not_use_it(tmp_pat
         if line.startswith("| toy_sine | laplace | 1 |"):
             assert line.startswith("| toy_sine | laplace | 1 |  |  | 2 | 0 |"), line
     assert ",-1," not in (tmp_path / "t.csv").read_text()
+
+
+def test_every_figure_kind_has_its_own_report_caption():
+    """Issue 17: captions per figure kind, not one generic text."""
+    import re
+    from pathlib import Path
+
+    template = Path(__file__).parents[1] / "workflow" / "report" / "figure.rst"
+    captioned = set(re.findall(r'kind == "(\w+)"', template.read_text()))
+    assert set(FIGURES) - {"error_table"} <= captioned, set(FIGURES) - captioned
