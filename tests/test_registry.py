@@ -55,7 +55,7 @@ def test_a_method_without_a_cost_model_is_refused():
 
 
 def test_jobsize_prices_a_cell_by_its_methods_cost_model():
-    settings = {"hidden": 3, "restarts": 2, "max_iter": 50}
+    settings = {"hidden": 3, "restarts": 2, "max_iter": 50, "validation": "holdout"}
     cell = Cell("t", "toy_sine", "default", "map", "map", 0, (("hidden", 3),), settings)
     shape = jobsize.data_shape("toy_sine", "default")
     n_train, n_in, n_out, n_test = shape
