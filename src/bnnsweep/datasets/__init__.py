@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registration)
     classes,
     downloadable,
     generated,
+    ripley,
     robot_arm,
     tecator,
     timeseries,

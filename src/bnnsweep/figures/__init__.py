@@ -31,6 +31,11 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
+``ltu_error_table``
+    linear threshold units: average and best test-error counts over the grid, the
+    validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
+``ltu_error_vs_hidden``
+    linear threshold units: test errors against hidden units per C (thesis figs. 3.6-3.7)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -56,6 +61,7 @@ from .adf_uci_table import adf_uci_table
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
+from .ltu import ltu_error_table, ltu_error_vs_hidden
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
@@ -72,6 +78,8 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
+    "ltu_error_table": (ltu_error_table, ".md"),
+    "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
 }
 
 __all__ = [
