@@ -78,7 +78,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
-    "ltu_error_table": (ltu_error_table, ".md"),
+    "ltu_error_table": (ltu_error_table, ".png"),
     "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
 }
 

@@ -74,8 +74,9 @@ def _count(value: float) -> str:
     return "–" if value != value else f"{value:.4g}"
 
 
-def ltu_error_table(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per model, one column per dataset: test-error counts, ours beside the thesis."""
+def ltu_error_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per model, one column per dataset: test-error counts, ours beside the thesis
+    (the last row notes the FISH values of Table 3.2)."""
     runs = ltu_runs(ds)
     datasets = sorted(runs["dataset"].unique()) if len(runs) else []
     rows: dict[str, dict[str, str]] = {}
@@ -137,6 +138,37 @@ def ltu_error_table(ds: xr.Dataset) -> pd.DataFrame:
     return pd.concat([table, pd.DataFrame([note_row])], ignore_index=True)
 
 
+def ltu_error_table(ds: xr.Dataset) -> Figure:
+    """:func:`ltu_error_frame` drawn as a table (thesis Table 3.1 with the Table 3.2 rows)."""
+    frame = ltu_error_frame(ds)
+    fish = frame["model"].iloc[-1]
+    body = frame.iloc[:-1]
+    columns = [c for c in body.columns if c != "model"]
+    if not columns:
+        return note_figure("no ltu runs to tabulate", "LTU test errors")
+    with style():
+        fig = new_figure(5.5 + 2.4 * len(columns), 1.4 + 0.3 * (len(body) + 2))
+        ax = fig.add_subplot()
+        ax.set_axis_off()
+        table = ax.table(
+            cellText=body[["model", *columns]].to_numpy().tolist(),
+            colLabels=["model", *columns],
+            loc="center",
+            cellLoc="left",
+            colWidths=[0.62] + [0.38 / len(columns)] * len(columns),
+        )
+        table.auto_set_font_size(False)
+        table.set_fontsize(8)
+        table.scale(1.0, 1.5)
+        for (r, _c), cell in table.get_celld().items():
+            text = body["model"].iloc[r - 1] if r > 0 else ""
+            if r == 0 or "ours" in text:
+                cell.set_text_props(weight="bold")
+        ax.set_title("LTU test-error counts: ours beside thesis Table 3.1", fontsize=9)
+        fig.text(0.01, 0.01, fish, fontsize=7, wrap=True)
+    return fig
+
+
 def _n_test(ds: xr.Dataset, group: pd.DataFrame) -> int:
     y = ds["y_test"].transpose("run", "test_point", ...).values[group["run"].iloc[0]]
     return int(np.sum(np.all(np.isfinite(y.reshape(y.shape[0], -1)), axis=1)))
@@ -160,8 +192,10 @@ def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
             group = runs[runs["dataset"] == dataset]
             hiddens = sorted(group["hidden"].unique())
             step = min(np.diff(hiddens)) if len(hiddens) > 1 else 1.0
-            offsets = np.linspace(-0.2, 0.2, len(penalties)) * step
-            for penalty, offset in zip(penalties, offsets, strict=True):
+            spread = 0.2 * step if len(penalties) > 1 else 0.0
+            offsets = np.linspace(-spread, spread, len(penalties))
+            offset_of = dict(zip(penalties, offsets, strict=True))
+            for penalty, offset in offset_of.items():
                 sub = group[group["penalty"] == penalty]
                 if sub.empty:
                     continue
@@ -180,7 +214,14 @@ def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
                     label=f"C = {penalty}",
                 )
             best = group.loc[group["diag_test_errors"].idxmin()]
-            ax.plot(best["hidden"], best["diag_test_errors"], "k+", ms=14, mew=2, label="best")
+            ax.plot(
+                best["hidden"] + offset_of[best["penalty"]],
+                best["diag_test_errors"],
+                "k+",
+                ms=14,
+                mew=2,
+                label="best",
+            )
             published = PUBLISHED_LTU.get(dataset)
             if published:
                 ax.axhline(published["average"], color="0.4", ls="--", lw=1, label="thesis average")
