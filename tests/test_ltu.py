@@ -312,7 +312,9 @@ def test_figures_draw_from_a_merged_file(tmp_path):
     runs = ltu_runs(ds)
     table = ltu_error_frame(ds).set_index("model")
     plain = runs[~runs["validated"]]["diag_test_errors"]
-    average = table.loc[table.index.str.startswith("LTU average (ours"), "crabs_ripley"].iloc[0]
+    average = table.loc[table.index.str.startswith("LTU average (ours: ltu,"), "crabs_ripley"].iloc[
+        0
+    ]
     assert average.startswith(f"{plain.mean():.4g} ±")
     assert table.loc["LTU best (thesis Table 3.1)", "crabs_ripley"] == "2"
     held = runs[runs["validated"]].sort_values(

@@ -1,10 +1,10 @@
 """Linear threshold unit networks (thesis ch. 3): Table 3.1 with the Table 3.2 protocol, and
 test errors against hidden units (figs. 3.6-3.7).
 
-Runs are cells of method ``ltu`` (any label). Runs with ``diag_n_validation`` = 0 follow the
-Table 3.1 protocol (trained on the whole training set): their average and best test-error
-counts over the grid of C, H and initialisations. Runs with held-out validation points
-(``validation`` > 0) follow the Table 3.2 protocol: the single network of least validation
+Runs are cells of method ``ltu``, grouped by method label. Labels whose runs have
+``diag_n_validation`` = 0 follow the Table 3.1 protocol (trained on the whole training set):
+their average and best test-error counts over the grid of C, H and initialisations. Labels
+with held-out validation points (``validation`` > 0) follow the Table 3.2 protocol: the single network of least validation
 error (ties: least training error, then merged-file order), and the unweighted committee of
 the five networks of least validation error (majority vote of their test predictions, read
 from ``class_probs``). The thesis applied that protocol to the private FISH data only
@@ -86,28 +86,32 @@ def ltu_error_frame(ds: xr.Dataset) -> pd.DataFrame:
 
     for dataset in datasets:
         group = runs[runs["dataset"] == dataset]
-        plain, held = group[~group["validated"]], group[group["validated"]]
-        errors = plain["diag_test_errors"].to_numpy(float)
-        n_test = int(group["diag_test_errors"].size and _n_test(ds, group))
-        if errors.size:
+        n_test = _n_test(ds, group)
+        labels = sorted(group["method"].unique(), key=lambda m: (m != "ltu", m))
+        plain = [m for m in labels if not group[group["method"] == m]["validated"].any()]
+        for label in plain:
+            runs_of = group[group["method"] == label]
+            errors = runs_of["diag_test_errors"].to_numpy(float)
+            spread = errors.std(ddof=1) if errors.size > 1 else 0.0
             put(
-                f"LTU average (ours, {errors.size} networks, ± s.d.)",
+                f"LTU average (ours: {label}, {errors.size} networks, ± s.d.)",
                 dataset,
-                f"{errors.mean():.4g} ± {errors.std(ddof=1) if errors.size > 1 else 0:.2g}",
+                f"{errors.mean():.4g} ± {spread:.2g}",
             )
-            best = plain.loc[plain["diag_test_errors"].idxmin()]
+            best = runs_of.loc[runs_of["diag_test_errors"].idxmin()]
             put(
-                "LTU best (ours; its C, H)",
+                f"LTU best (ours: {label}; its C, H)",
                 dataset,
                 f"{int(best['diag_test_errors'])} (C={best['penalty']}, H={best['hidden']})",
             )
         published = PUBLISHED_LTU.get(dataset, {})
         put("LTU average (thesis Table 3.1)", dataset, _count(published.get("average", np.nan)))
         put("LTU best (thesis Table 3.1)", dataset, _count(published.get("best", np.nan)))
-        if len(held):
+        for label in (m for m in labels if m not in plain):
+            held = group[(group["method"] == label) & group["validated"]]
             chosen = _select(held, 1).iloc[0]
             put(
-                "LTU validation-selected (ours, Table 3.2 protocol)",
+                f"LTU validation-selected (ours: {label}, Table 3.2 protocol)",
                 dataset,
                 f"{int(chosen['diag_test_errors'])} (val {int(chosen['diag_validation_errors'])}"
                 f"/{int(chosen['diag_n_validation'])}, C={chosen['penalty']}, "
@@ -115,13 +119,13 @@ def ltu_error_frame(ds: xr.Dataset) -> pd.DataFrame:
             )
             members = _select(held, COMMITTEE)
             put(
-                f"LTU committee of {len(members)} (ours, Table 3.2 protocol)",
+                f"LTU committee of {len(members)} (ours: {label}, Table 3.2 protocol)",
                 dataset,
                 str(committee_errors(ds, members)),
             )
             average = held["diag_test_errors"].to_numpy(float)
             put(
-                f"LTU average with validation held out (ours, {average.size} networks)",
+                f"LTU average, validation held out (ours: {label}, {average.size} networks)",
                 dataset,
                 f"{average.mean():.4g}",
             )
@@ -175,21 +179,24 @@ def _n_test(ds: xr.Dataset, group: pd.DataFrame) -> int:
 
 
 def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
-    """Test errors against H, one panel per dataset, one colour per C: each initialisation a
+    """Test errors against H, one panel per dataset and method label, one colour per C: each initialisation a
     dot, mean ± 1 s.d. per setting, the best network marked + (figs. 3.6-3.7); the thesis's
     average and best as horizontal lines. Table 3.1-protocol runs only (no validation)."""
     runs = ltu_runs(ds)
     runs = runs[~runs["validated"]] if len(runs) else runs
     if runs.empty:
         return note_figure("no ltu runs without validation to draw", "LTU test errors")
-    datasets = sorted(runs["dataset"].unique())
+    panels = sorted(
+        {(d, m) for d, m in zip(runs["dataset"], runs["method"], strict=True)},
+        key=lambda p: (p[0], p[1] != "ltu", p[1]),
+    )
     penalties = sorted(runs["penalty"].unique())
     with style():
-        fig = new_figure(4.8 * len(datasets), 3.8)
+        fig = new_figure(4.8 * len(panels), 3.8)
         colours = dict(zip(penalties, ["C0", "C1", "C2", "C3", "C4", "C5"], strict=False))
-        for i, dataset in enumerate(datasets):
-            ax = fig.add_subplot(1, len(datasets), i + 1)
-            group = runs[runs["dataset"] == dataset]
+        for i, (dataset, label) in enumerate(panels):
+            ax = fig.add_subplot(1, len(panels), i + 1)
+            group = runs[(runs["dataset"] == dataset) & (runs["method"] == label)]
             hiddens = sorted(group["hidden"].unique())
             step = min(np.diff(hiddens)) if len(hiddens) > 1 else 1.0
             spread = 0.2 * step if len(penalties) > 1 else 0.0
@@ -233,7 +240,7 @@ def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
             ax.set_ylabel(f"test errors (of {_n_test(ds, group)})")
             mean = group["diag_test_errors"].mean()
             ax.set_title(
-                f"{dataset}: ours mean {mean:.4g}, best {int(best['diag_test_errors'])}",
+                f"{dataset} ({label}): ours mean {mean:.4g}, best {int(best['diag_test_errors'])}",
                 fontsize="small",
             )
             ax.legend(fontsize="x-small")
