@@ -243,5 +243,5 @@ def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
                 f"{dataset} ({label}): ours mean {mean:.4g}, best {int(best['diag_test_errors'])}",
                 fontsize="small",
             )
-            ax.legend(fontsize="x-small")
+            ax.legend(fontsize="xx-small", loc="upper right", ncols=2, framealpha=0.6)
     return fig

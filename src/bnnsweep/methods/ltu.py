@@ -22,7 +22,7 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..engines.ltu import LearningSchedule, annealing_temperatures, learn, random_network
-from ..method_base import FitResult, check_positive
+from ..method_base import FitResult, check_choice, check_positive
 from ..models.threshold_network import forward
 from . import Method, Work, register
 
@@ -33,11 +33,12 @@ UNIT_UPDATE_S = 50e-6  # seconds per E-step update of one unit over all patterns
 
 @dataclass(frozen=True)
 class LTUSettings:
-    """``hidden`` units and SVM ``penalty`` C are sweep axes; the rest is the thesis's
-    schedule (§3.7-3.8)."""
+    """``hidden`` units and SVM ``penalty`` C are sweep axes; ``activation`` can only be
+    ``sign`` (threshold units); the rest is the thesis's schedule (§3.7-3.8)."""
 
     hidden: int = 10
     penalty: int = 1
+    activation: str = "sign"
     outer: int = 7
     anneal: bool = True
     anneal_start: float = 1000.0
@@ -52,6 +53,7 @@ class LTUSettings:
 
     def validate(self) -> None:
         check_positive("hidden", self.hidden)
+        check_choice("activation", self.activation, ("sign",))
         check_positive("penalty", self.penalty)
         check_positive("outer", self.outer)
         check_positive("anneal_start", self.anneal_start)
@@ -131,6 +133,7 @@ def fit(split: Split, settings: LTUSettings, rng: np.random.Generator, log=print
         pred_var=np.zeros((len(predicted), 1)),
         likelihood="probit",
         class_probs=np.column_stack([1.0 - predicted, predicted]),
+        n_grad_evals=learned.smo_total,  # SMO steps, each updating the dual gradient
     )
     result.traces["outer_train_errors"] = (("outer_iteration",), learned.train_errors)
     result.coords["outer_iteration"] = np.arange(settings.outer + 1)

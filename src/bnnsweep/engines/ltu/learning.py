@@ -45,6 +45,7 @@ class LearningResult:
     zero_passes: np.ndarray  # (outer,) T = 0 passes of each E-step (-1: not run)
     unsettled: int  # E-steps whose T = 0 passes did not settle
     smo_iterations: np.ndarray  # (outer,) largest SMO iteration count of each M-step
+    smo_total: int  # SMO iterations of every SVM of every M-step
     smo_capped: int  # SVMs that stopped at svm_max_iter
 
 
@@ -77,7 +78,7 @@ def learn(
     smo = np.full(schedule.outer, -1)
     errors[0] = training_errors(net, x, t)
     best, best_error, best_k = net, errors[0], 0
-    unsettled = capped = 0
+    unsettled = capped = total = 0
     for k in range(1, schedule.outer + 1):
         if best_error == 0:
             break
@@ -92,8 +93,9 @@ def learn(
         )
         smo[k - 1] = int(np.max(mstep.iterations))
         capped += mstep.capped
+        total += int(np.sum(mstep.iterations))
         net = mstep.network
         errors[k] = training_errors(net, x, t)
         if errors[k] < best_error:
             best, best_error, best_k = net, errors[k], k
-    return LearningResult(best, errors, best_k, passes, unsettled, smo, capped)
+    return LearningResult(best, errors, best_k, passes, unsettled, smo, total, capped)
