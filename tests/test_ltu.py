@@ -280,6 +280,7 @@ def test_method_end_to_end_on_crabs():
     assert int(cell["diag_n_validation"]) == 12 and int(cell["diag_n_fit"]) == 68
     assert 0 <= int(cell["diag_validation_errors"]) <= 12
     assert errors < 60  # far better than chance on a problem a linear rule nearly solves
+    assert result.n_grad_evals > 0  # SMO iterations
     _, again = _fit(settings, 0)
     np.testing.assert_array_equal(again.class_probs, probs)
     assert get_method("ltu").accepted_tasks(get_method("ltu").settings({})) == ("binary",)
