@@ -151,7 +151,7 @@ def ltu_error_table(ds: xr.Dataset) -> Figure:
     if not columns:
         return note_figure("no ltu runs to tabulate", "LTU test errors")
     with style():
-        fig = new_figure(5.5 + 2.4 * len(columns), 1.4 + 0.3 * (len(body) + 2))
+        fig = new_figure(6.5 + 2.4 * len(columns), 1.4 + 0.3 * (len(body) + 2))
         ax = fig.add_subplot()
         ax.set_axis_off()
         table = ax.table(
@@ -159,7 +159,7 @@ def ltu_error_table(ds: xr.Dataset) -> Figure:
             colLabels=["model", *columns],
             loc="center",
             cellLoc="left",
-            colWidths=[0.62] + [0.38 / len(columns)] * len(columns),
+            colWidths=[0.7] + [0.3 / len(columns)] * len(columns),
         )
         table.auto_set_font_size(False)
         table.set_fontsize(8)
