@@ -166,6 +166,20 @@ def test_a_network_that_classifies_the_data_is_a_fixed_point():
         assert learned.network is net
 
 
+def test_printed_rule_differs_from_the_exact_limit_only_where_the_thesis_pulls_harder():
+    """The printed 3.23 adds v t / 2 where unit j cannot change a correct output (the exact
+    limit adds nothing there) and agrees at T > 0."""
+    from bnnsweep.engines.ltu import printed_log_odds
+
+    a, v, t = np.zeros(3), np.array([1.0]), np.ones((3, 1))
+    c = np.array([[3.0], [-3.0], [0.5]])  # right and fixed, wrong and fixed, pivotal
+    np.testing.assert_allclose(scaled_log_odds(a, c, v, t, 0.0), [0.0, 2.0, 0.5])
+    np.testing.assert_allclose(printed_log_odds(a, c, v, t, 0.0), [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(
+        printed_log_odds(a, c, v, t, 0.3), scaled_log_odds(a, c, v, t, 0.3), rtol=1e-12
+    )
+
+
 def test_annealing_schedule_is_the_thesis_one():
     temps = annealing_temperatures(1000.0, 0.8, 1e-3)
     assert len(temps) == 62 and temps[0] == 1000.0 and temps[-1] >= 1e-3 > temps[-1] * 0.8

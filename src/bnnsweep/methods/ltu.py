@@ -21,7 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
-from ..engines.ltu import LearningSchedule, annealing_temperatures, learn, random_network
+from ..engines.ltu import (
+    UPDATE_RULES,
+    LearningSchedule,
+    annealing_temperatures,
+    learn,
+    random_network,
+)
 from ..method_base import FitResult, check_choice, check_positive
 from ..models.threshold_network import forward
 from . import Method, Work, register
@@ -45,6 +51,7 @@ class LTUSettings:
     anneal_rate: float = 0.8
     anneal_stop: float = 1e-3
     zero_passes: int = 70
+    update: str = "exact"
     kkt_tol: float = 1e-4
     loosen: int = 4
     svm_max_iter: int = 100_000
@@ -61,6 +68,7 @@ class LTUSettings:
         if not 0.0 < self.anneal_rate < 1.0:
             raise ValueError(f"setting 'anneal_rate' must lie in (0, 1), got {self.anneal_rate}")
         check_positive("zero_passes", self.zero_passes)
+        check_choice("update", self.update, tuple(UPDATE_RULES))
         check_positive("kkt_tol", self.kkt_tol)
         check_positive("loosen", self.loosen, allow_zero=True)
         check_positive("svm_max_iter", self.svm_max_iter)
@@ -81,6 +89,7 @@ class LTUSettings:
             svm_max_iter=self.svm_max_iter,
             temperatures=self.temperatures(),
             zero_passes=self.zero_passes,
+            rule=self.update,
         )
 
 

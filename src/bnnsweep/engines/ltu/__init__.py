@@ -6,11 +6,19 @@ of a ±1 sigmoid belief network (``models.threshold_network``).
 - ``learning``: the alternation with loosened KKT tolerances and the best network kept (§3.6-3.8).
 """
 
-from .inference import EStepResult, annealing_temperatures, infer_hidden, scaled_log_odds
+from .inference import (
+    UPDATE_RULES,
+    EStepResult,
+    annealing_temperatures,
+    infer_hidden,
+    printed_log_odds,
+    scaled_log_odds,
+)
 from .learning import LearningResult, LearningSchedule, learn, random_network
 from .svm_step import MStepResult, fit_unit, fit_weights, normalise_weights
 
 __all__ = [
+    "UPDATE_RULES",
     "EStepResult",
     "LearningResult",
     "LearningSchedule",
@@ -21,6 +29,7 @@ __all__ = [
     "infer_hidden",
     "learn",
     "normalise_weights",
+    "printed_log_odds",
     "random_network",
     "scaled_log_odds",
 ]

@@ -65,6 +65,20 @@ def scaled_log_odds(
     return a_j + np.sum(child, axis=-1)
 
 
+def printed_log_odds(a_j, c, v_j, t, temperature):
+    """The thesis's printed T = 0 update (eqs. 3.23-3.24) read literally, for comparison:
+    a_j + sum_o (v_oj / 2)(t_o - phi_oj), phi = [sign(c + v) - sign(c - v)] / 2. Unlike the
+    exact limit it pulls unit j towards t_o sign(v_oj) by |v_oj| / 2 even where the output is
+    already right and j cannot change it. At T > 0 it is :func:`scaled_log_odds`."""
+    if temperature != 0.0:
+        return scaled_log_odds(a_j, c, v_j, t, temperature)
+    phi = 0.5 * (np.sign(c + v_j) - np.sign(c - v_j))
+    return a_j + np.sum(0.5 * v_j * (t - phi), axis=-1)
+
+
+UPDATE_RULES = {"exact": scaled_log_odds, "printed": printed_log_odds}
+
+
 @dataclass(frozen=True)
 class EStepResult:
     """Hidden states (N, H) ±1; ``zero_passes`` used at T = 0; ``settled`` whether the last
@@ -75,7 +89,7 @@ class EStepResult:
     settled: bool
 
 
-def _sweep(net, a, m, t, temperature, order) -> int:
+def _sweep(net, a, m, t, temperature, order, log_odds=scaled_log_odds) -> int:
     """One pass of coordinate updates over the units in ``order``, in place on ``m``;
     returns how many (pattern, unit) states changed sign."""
     changed = 0
@@ -83,7 +97,7 @@ def _sweep(net, a, m, t, temperature, order) -> int:
     for j in order:
         v_j = net.w_out[:, j]
         c = b - m[:, j, None] * v_j
-        tl = scaled_log_odds(a[:, j], c, v_j, t, temperature)
+        tl = log_odds(a[:, j], c, v_j, t, temperature)
         if temperature == 0.0:
             new = np.where(tl > 0, 1.0, np.where(tl < 0, -1.0, m[:, j]))
         else:
@@ -102,20 +116,23 @@ def infer_hidden(
     rng: np.random.Generator,
     temperatures: np.ndarray,
     zero_passes: int = 70,
+    rule: str = "exact",
 ) -> EStepResult:
     """Hidden states for every pattern: one pass per temperature of ``temperatures`` (may be
     empty) from ``start`` (N, H) (the forward pass, §3.7), then at most ``zero_passes``
-    passes at T = 0, stopping after a pass that changes nothing."""
+    passes at T = 0, stopping after a pass that changes nothing. ``rule``: ``exact`` (the
+    T -> 0 limit, module docstring) or ``printed`` (:func:`printed_log_odds`)."""
+    log_odds = UPDATE_RULES[rule]
     a = hidden_input(net, x)
     m = np.array(start, dtype=float)
     n_hidden = net.n_hidden
     for temp in temperatures:
-        _sweep(net, a, m, t, float(temp), rng.permutation(n_hidden))
+        _sweep(net, a, m, t, float(temp), rng.permutation(n_hidden), log_odds)
     m = hard_sign(m)
     passes, settled = 0, False
     while passes < zero_passes:
         passes += 1
-        if _sweep(net, a, m, t, 0.0, rng.permutation(n_hidden)) == 0:
+        if _sweep(net, a, m, t, 0.0, rng.permutation(n_hidden), log_odds) == 0:
             settled = True
             break
     return EStepResult(m, passes, settled)

@@ -31,6 +31,7 @@ class LearningSchedule:
     svm_max_iter: int = 100_000
     temperatures: np.ndarray | tuple = ()
     zero_passes: int = 70
+    rule: str = "exact"  # E-step T = 0 update: exact limit or the thesis's printed 3.23
 
     def kkt_tolerance(self, k: int) -> float:
         """The SVM tolerance of outer iteration k (1-based)."""
@@ -84,7 +85,14 @@ def learn(
             break
         h_start, _ = forward(net, x)
         estep = infer_hidden(
-            net, x, t, h_start, rng, np.asarray(schedule.temperatures), schedule.zero_passes
+            net,
+            x,
+            t,
+            h_start,
+            rng,
+            np.asarray(schedule.temperatures),
+            schedule.zero_passes,
+            schedule.rule,
         )
         passes[k - 1] = estep.zero_passes
         unsettled += not estep.settled
