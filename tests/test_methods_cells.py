@@ -26,10 +26,12 @@ TINY = {
     "relu_map": {"activation": "relu", "likelihood": "probit", "max_iter": 50},
     "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
+    "ltu": {"activation": "sign", "hidden": 3, "outer": 2, "anneal_rate": 0.5},
 }  # fmt: skip
 DATASET = {
     "relu_map": "toy_two_class",
     "relu_hmc": "toy_two_class",
+    "ltu": "pima_ripley",
 }  # classifiers need class labels
 
 

@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (registration)
     downloadable,
     generated,
     ica_mixtures,
+    ripley,
     robot_arm,
     tecator,
     thesis_ch1,

@@ -45,6 +45,11 @@
 ``bm_toy_learning``
     Boltzmann machines on the two-unit toy: KL(data || model), weight and biases against
     iteration for mean field, mixture and exact learning (figs. 4.5-4.6)
+``ltu_error_table``
+    linear threshold units: average and best test-error counts over the grid, the
+    validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
+``ltu_error_vs_hidden``
+    linear threshold units: test errors against hidden units per C (thesis figs. 3.6-3.7)
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -73,6 +78,7 @@ from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_bound_trace, ica_sources
+from .ltu import ltu_error_table, ltu_error_vs_hidden
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .schedule_comparison import schedule_comparison
@@ -97,6 +103,8 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "bm_correlation_error": (bm_correlation_error, ".png"),
     "bm_galland_iterations": (bm_galland_iterations, ".png"),
     "bm_toy_learning": (bm_toy_learning, ".png"),
+    "ltu_error_table": (ltu_error_table, ".png"),
+    "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
 }
 
 __all__ = [
