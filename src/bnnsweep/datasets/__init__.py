@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registration)
     downloadable,
     generated,
     robot_arm,
+    sbn_ensembles,
     tecator,
     timeseries,
     toy_nrd,

@@ -31,6 +31,10 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
+``sbn_error_histograms``, ``sbn_error_vs_components``, ``sbn_error_vs_span``, ``sbn_bars_loglik``
+    sigmoid belief networks (thesis figs. 2.4-2.7): relative error of the mean-field,
+    mixture and Markov-chain bounds over random nets, against M and against the weight
+    span; exact log-likelihood of nets learned on the bars data against M
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -58,6 +62,12 @@ from .error_table import error_table, write_table
 from .evidence_vs_error import evidence_vs_error
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
+from .sbn_figures import (
+    sbn_bars_loglik,
+    sbn_error_histograms,
+    sbn_error_vs_components,
+    sbn_error_vs_span,
+)
 from .schedule_comparison import schedule_comparison
 from .toy_regression import toy_regression
 
@@ -72,6 +82,10 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
+    "sbn_error_histograms": (sbn_error_histograms, ".png"),
+    "sbn_error_vs_components": (sbn_error_vs_components, ".png"),
+    "sbn_error_vs_span": (sbn_error_vs_span, ".png"),
+    "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
 }
 
 __all__ = [
@@ -87,6 +101,10 @@ __all__ = [
     "method_palette",
     "nrd_hidden_units",
     "occam_hill",
+    "sbn_bars_loglik",
+    "sbn_error_histograms",
+    "sbn_error_vs_components",
+    "sbn_error_vs_span",
     "schedule_comparison",
     "toy_regression",
     "write_table",
