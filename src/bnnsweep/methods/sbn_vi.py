@@ -315,8 +315,8 @@ def fit_density(split: Split, s: SBNSettings, rng: np.random.Generator, log=prin
     train_ll = exact_loglik_patterns(weights, biases, sizes, train)
     test_ll = exact_loglik_patterns(weights, biases, sizes, test)
     result = FitResult(
-        pred_mean=np.zeros((0, 0)),
-        pred_var=np.zeros((0, 0)),
+        pred_mean=np.zeros_like(split.y_test),  # (T, 0): no predictions at the test patterns
+        pred_var=np.zeros_like(split.y_test),
         likelihood="none",
         traces={
             "train_loglik_pattern": (("restart", "train_pattern"), train_ll),
