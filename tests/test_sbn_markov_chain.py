@@ -201,3 +201,45 @@ def test_fit_from_mean_field_improves_and_stays_below_exact():
     assert np.all(ch.bound <= exact + 1e-12)
     assert np.all(ch.bound >= mf.bound - 1e-9)
     assert np.mean(ch.bound - mf.bound) > 1e-4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gradients_stay_finite_where_a_mean_is_exactly_0_or_1(seed):
+    # a logit beyond +-37 gives mu = 1.0 or 0.0 in floating point; the entropy slope
+    # ln((1-mu)/mu) is then +-inf and, times a zero chain weight, was NaN (seen at span 4)
+    rng = np.random.default_rng(seed)
+    net = random_layered_sbn(LAYERS, 4, 4.0, rng)
+    mu0 = np.concatenate([rng.random((4, 6)), np.zeros((4, 6))], -1)
+    mu1 = mu0.copy()
+    mu0[:, 2], mu1[:, 3], mu0[:, 4], mu1[:, 5] = 1.0, 1.0, 0.0, 0.0
+    mu0[:, 0] = mu1[:, 0] = 1.0  # <s_1> = 1, so 1 - <s_1> weights the saturated mu_20 by 0
+    xi = rng.random((4, 12))
+    grads = chain_bound_gradients(mu0, mu1, xi, net.weights, net.biases, 6)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+    # away from saturation the guard changes nothing: still the finite-difference derivative
+    inner0, inner1 = np.clip(mu0, 0.05, 0.95), np.clip(mu1, 0.05, 0.95)
+    inner0[:, 6:], inner1[:, 6:] = 0.0, 0.0
+    g0, _, _, _, _ = chain_bound_gradients(inner0, inner1, xi, net.weights, net.biases, 6)
+    h = 1e-6
+    up, dn = inner0.copy(), inner0.copy()
+    up[:, 3] += h
+    dn[:, 3] -= h
+    fd = (
+        chain_bound(up, inner1, xi, net.weights, net.biases, 6)
+        - chain_bound(dn, inner1, xi, net.weights, net.biases, 6)
+    ) / (2 * h)
+    np.testing.assert_allclose(fd, g0[:, 3], atol=1e-6)
+
+
+def test_fit_at_span_4_gives_finite_bounds_below_exact():
+    rng = np.random.default_rng(7)
+    net = random_layered_sbn(LAYERS, 40, 4.0, rng)
+    v = np.zeros(6)
+    exact = exact_log_marginal(net, v)[:, 0]
+    mf = fit_mean_field(net.weights, net.biases, v, rng.random((40, 6)), rng.random((40, 12)))
+    ch = fit_markov_chain(
+        net.weights, net.biases, v, LAYERS, mf.mu[:, :6], mf.xi, chunk=40, max_iter=300
+    )
+    assert np.all(np.isfinite(ch.bound))
+    assert np.all(ch.bound <= exact + 1e-9)
+    assert np.all(ch.bound >= mf.bound - 1e-9)

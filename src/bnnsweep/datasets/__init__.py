@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (registration)
     ica_mixtures,
     ripley,
     robot_arm,
+    sbn_ensembles,
     tecator,
     thesis_ch1,
     timeseries,

@@ -50,6 +50,10 @@
     validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
 ``ltu_error_vs_hidden``
     linear threshold units: test errors against hidden units per C (thesis figs. 3.6-3.7)
+``sbn_error_histograms``, ``sbn_error_vs_components``, ``sbn_error_vs_span``, ``sbn_bars_loglik``
+    sigmoid belief networks (thesis figs. 2.4-2.7): relative error of the mean-field,
+    mixture and Markov-chain bounds over random nets, against M and against the weight
+    span; exact log-likelihood of nets learned on the bars data against M
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -81,6 +85,12 @@ from .ica import ica_alpha, ica_bound_trace, ica_sources
 from .ltu import ltu_error_table, ltu_error_vs_hidden
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
+from .sbn_figures import (
+    sbn_bars_loglik,
+    sbn_error_histograms,
+    sbn_error_vs_components,
+    sbn_error_vs_span,
+)
 from .schedule_comparison import schedule_comparison
 from .thesis_ch1 import chapter_one_checks
 from .toy_regression import toy_regression
@@ -105,6 +115,10 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "bm_toy_learning": (bm_toy_learning, ".png"),
     "ltu_error_table": (ltu_error_table, ".png"),
     "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
+    "sbn_error_histograms": (sbn_error_histograms, ".png"),
+    "sbn_error_vs_components": (sbn_error_vs_components, ".png"),
+    "sbn_error_vs_span": (sbn_error_vs_span, ".png"),
+    "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
 }
 
 __all__ = [
@@ -126,6 +140,10 @@ __all__ = [
     "method_palette",
     "nrd_hidden_units",
     "occam_hill",
+    "sbn_bars_loglik",
+    "sbn_error_histograms",
+    "sbn_error_vs_components",
+    "sbn_error_vs_span",
     "schedule_comparison",
     "chapter_one_checks",
     "toy_regression",

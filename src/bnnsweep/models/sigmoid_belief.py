@@ -189,3 +189,31 @@ def exact_expected_softplus(mu: np.ndarray, weights: np.ndarray, biases: np.ndar
     q, states = factorised_state_probs(mu)  # (B, S), (S, N)
     z = np.einsum("bij,sj->bsi", weights, states) + biases[:, None, :]
     return np.einsum("bs,bsi->bi", q, softplus(z))
+
+
+def n_parameters(layer_sizes: tuple[int, ...]) -> int:
+    """Weights between adjacent layers plus one bias per unit (44 for a 2-4-6 net)."""
+    return int(parent_mask(tuple(layer_sizes)).sum()) + sum(layer_sizes)
+
+
+def pack_parameters(net: LayeredSBN) -> np.ndarray:
+    """One row per network: its layered weights w_ij (row-major over ``parent_mask``, i.e.
+    child i, then parent j) then its biases w_i0; (K, ``n_parameters``)."""
+    mask = parent_mask(net.layer_sizes)
+    return np.concatenate([net.weights[:, mask], net.biases], axis=-1)
+
+
+def unpack_parameters(rows: np.ndarray, layer_sizes: tuple[int, ...]) -> LayeredSBN:
+    """The networks of ``pack_parameters`` rows (K, ``n_parameters``)."""
+    layer_sizes = tuple(int(n) for n in layer_sizes)
+    rows = np.asarray(rows, dtype=float)
+    if rows.ndim != 2 or rows.shape[1] != n_parameters(layer_sizes):
+        raise ValueError(
+            f"rows of shape {rows.shape} are not the {n_parameters(layer_sizes)} parameters "
+            f"of {'-'.join(map(str, layer_sizes))} networks"
+        )
+    mask = parent_mask(layer_sizes)
+    n = sum(layer_sizes)
+    weights = np.zeros((rows.shape[0], n, n))
+    weights[:, mask] = rows[:, : mask.sum()]
+    return LayeredSBN(layer_sizes, weights, rows[:, mask.sum() :].copy())

@@ -9,7 +9,13 @@ Every function is batched over a leading axis (networks, or networks x patterns)
 network itself (layers, sampling, exact enumeration) is ``bnnsweep.models.sigmoid_belief``.
 """
 
-from .learning import LearningResult, learn_by_mixture_bound, mixture_weight_gradient
+from .learning import (
+    LearningResult,
+    init_weights,
+    learn_by_mixture_bound,
+    learning_step,
+    mixture_weight_gradient,
+)
 from .markov_chain import ChainState, chain_bound, chain_bound_gradients, fit_markov_chain
 from .mixture_bound import MixtureState, fit_mixture, mixture_bound, mutual_information_bound
 from .saul_bound import MeanFieldState, fit_mean_field, mean_field_bound, softplus_upper_bound
@@ -24,7 +30,9 @@ __all__ = [
     "fit_markov_chain",
     "fit_mean_field",
     "fit_mixture",
+    "init_weights",
     "learn_by_mixture_bound",
+    "learning_step",
     "mean_field_bound",
     "mixture_bound",
     "mixture_weight_gradient",

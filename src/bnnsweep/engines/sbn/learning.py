@@ -62,6 +62,48 @@ class LearningResult:
     bound_trace: np.ndarray
 
 
+def init_weights(
+    layer_sizes: tuple[int, ...], n_nets: int, init_span: float, rng: np.random.Generator
+):
+    """Starting nets for learning: every layered weight and bias ~ U(-init_span, init_span);
+    (R, N, N), (R, N) as jax arrays."""
+    n = sum(layer_sizes)
+    mask = jnp.asarray(parent_mask(tuple(layer_sizes)))
+    weights = jnp.asarray(rng.uniform(-init_span, init_span, (n_nets, n, n))) * mask
+    biases = jnp.asarray(rng.uniform(-init_span, init_span, (n_nets, n)))
+    return weights, biases
+
+
+def learning_step(
+    layer_sizes: tuple[int, ...],
+    weights,
+    biases,
+    patterns: np.ndarray,
+    n_components: int,
+    rng: np.random.Generator,
+    learning_rate: float,
+    sweeps: int,
+    tol: float = 1e-8,
+):
+    """One step of gradient ascent on the mixture bound for R nets at once: fit Q for each
+    net's ``patterns`` (R, P, D) from mu, xi ~ U(0, 1) (§2.5.2) with at most ``sweeps``
+    sweeps, then move every layered weight and bias by ``learning_rate`` times the bound's
+    gradient averaged over the P patterns. Returns (weights, biases, bound (R, P))."""
+    n_nets, n_patterns = patterns.shape[:2]
+    n = weights.shape[-1]
+    w_rep = jnp.repeat(weights, n_patterns, axis=0)
+    b_rep = jnp.repeat(biases, n_patterns, axis=0)
+    v = np.asarray(patterns, float).reshape(n_nets * n_patterns, -1)
+    fit = fit_mixture(w_rep, b_rep, v, n_components, rng, max_sweeps=sweeps, tol=tol)
+    gw, gb = mixture_weight_gradient(fit.q, fit.mu, fit.xi, w_rep, b_rep)
+    layered = jnp.asarray(parent_mask(tuple(layer_sizes)))
+    weights = jnp.where(
+        layered, weights + learning_rate * gw.reshape(n_nets, n_patterns, n, n).mean(1), 0.0
+    )
+    biases = biases + learning_rate * gb.reshape(n_nets, n_patterns, n).mean(1)
+    return weights, biases, fit.bound.reshape(n_nets, n_patterns)
+
+
 def learn_by_mixture_bound(
     layer_sizes: tuple[int, ...],
     sample_patterns: Callable[[np.random.Generator, int], np.ndarray],
@@ -75,25 +117,13 @@ def learn_by_mixture_bound(
     init_span: float = 0.1,
 ) -> LearningResult:
     """Gradient ascent on the mixture bound (M = 1: mean field) for ``n_restarts`` nets at
-    once: each step draws ``batch`` fresh patterns per net, fits Q from mu, xi ~ U(0, 1)
-    (§2.5.2) with at most ``sweeps`` sweeps, and moves the weights by ``learning_rate``
-    times the bound's gradient averaged over the patterns."""
-    n = sum(layer_sizes)
-    mask = jnp.asarray(parent_mask(tuple(layer_sizes)))
-    weights = jnp.asarray(rng.uniform(-init_span, init_span, (n_restarts, n, n))) * mask
-    biases = jnp.asarray(rng.uniform(-init_span, init_span, (n_restarts, n)))
+    once: each step draws ``batch`` fresh patterns per net and takes a ``learning_step``."""
+    weights, biases = init_weights(layer_sizes, n_restarts, init_span, rng)
     trace = []
     for _ in range(steps):
-        v = np.stack([sample_patterns(rng, batch) for _ in range(n_restarts)]).reshape(
-            n_restarts * batch, -1
+        v = np.stack([sample_patterns(rng, batch) for _ in range(n_restarts)])
+        weights, biases, bound = learning_step(
+            layer_sizes, weights, biases, v, n_components, rng, learning_rate, sweeps
         )
-        w_rep = jnp.repeat(weights, batch, axis=0)
-        b_rep = jnp.repeat(biases, batch, axis=0)
-        fit = fit_mixture(w_rep, b_rep, v, n_components, rng, max_sweeps=sweeps, tol=1e-8)
-        gw, gb = mixture_weight_gradient(fit.q, fit.mu, fit.xi, w_rep, b_rep)
-        weights = jnp.where(
-            mask, weights + learning_rate * gw.reshape(n_restarts, batch, n, n).mean(1), 0.0
-        )
-        biases = biases + learning_rate * gb.reshape(n_restarts, batch, n).mean(1)
-        trace.append(fit.bound.reshape(n_restarts, batch).mean(1))
+        trace.append(bound.mean(1))
     return LearningResult(np.asarray(weights), np.asarray(biases), np.asarray(trace))

@@ -73,6 +73,20 @@ def _entropy(mu):
     return -xlogy(mu, mu) - xlogy(1 - mu, 1 - mu)
 
 
+_MU_FLOOR = np.finfo(float).tiny
+_MU_CEIL = np.nextafter(1.0, 0.0)
+
+
+def _entropy_slope(mu):
+    """dS/dmu = ln((1 - mu)/mu), finite where mu is exactly 0 or 1 in floating point (a
+    logit beyond +-37 under expit): evaluated at mu kept inside [tiny, 1 - 2^-53], about
+    +-37 or +-708 there instead of +-inf, so that a zero weight (the chain's <s_{i-1}> or
+    1 - <s_{i-1}> at 0) gives 0 and not 0 * inf = NaN, and the logit gradient
+    dS/dmu * mu (1 - mu) stays 0 at saturation."""
+    mu = np.clip(mu, _MU_FLOOR, _MU_CEIL)
+    return np.log1p(-mu) - np.log(mu)
+
+
 def chain_expected_exp(mu0, mu1, weights, biases, t):
     """<exp(t_i z_i)> = [1 1] prod_{j=N..0} K_ij A_j with K_ij = diag(1, e^{t_i w_ij})
     (eqs. 2.44-2.49; t = -xi gives 2.48, t = 1 - xi gives 2.49), for every unit i.
@@ -177,8 +191,8 @@ def chain_bound_gradients(mu0, mu1, xi, weights, biases, n_hidden: int):
     g1 = np.einsum("...i,...ij->...j", dl_dm, dm1)
     prev = q[..., :-1, 1]
     h = slice(0, n_hidden)  # entropy 2.50 directly in mu (visible units: none)
-    g0[..., h] += (1 - prev[..., h]) * (np.log1p(-mu0[..., h]) - np.log(mu0[..., h]))
-    g1[..., h] += prev[..., h] * (np.log1p(-mu1[..., h]) - np.log(mu1[..., h]))
+    g0[..., h] += (1 - prev[..., h]) * _entropy_slope(mu0[..., h])
+    g1[..., h] += prev[..., h] * _entropy_slope(mu1[..., h])
     for t, f, b in ((-xi, f_lo, b_lo), (1 - xi, f_hi, b_hi)):
         d0, d1 = d_expected_exp_dmu(mu0, mu1, weights, t, f, b)
         g0 = g0 - np.einsum("...i,...ij->...j", inv, d0)
