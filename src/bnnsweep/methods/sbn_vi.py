@@ -69,7 +69,9 @@ ENUMERATE_S = 1e-8
 @dataclass(frozen=True)
 class SBNSettings:
     """``q_family`` (axis): mean_field | mixture | chain; ``components`` (axis, M): mixture
-    only. ``layers``: the architecture, top layer first ("2-4-6"). Inference: at most
+    only. ``layers``: the architecture, top layer first ("2-4-6"); ``auto``: 2-4-6 for a
+    network ensemble (sec. 2.5.1), 1-8-D for patterns of D pixels (sec. 2.5.2's 1-8-16
+    for the 16-pixel bars). Inference: at most
     ``max_sweeps`` coordinate sweeps (each a 1-D search of every xi_i, App. A, then every
     hidden mean in turn), stopping when no bound moves by more than ``tol`` (relative);
     ``update``: the mean update "saul" (Saul et al.'s tangent step, never lowers the bound)
@@ -81,7 +83,7 @@ class SBNSettings:
 
     q_family: str = "mean_field"
     components: int = 1
-    layers: str = "2-4-6"
+    layers: str = "auto"
     max_sweeps: int = 100
     tol: float = 1e-10
     update: str = "saul"
@@ -119,7 +121,11 @@ class SBNSettings:
         for key in ("tol", "learning_rate", "init_span"):
             check_positive(key, getattr(self, key))
 
-    def layer_sizes(self) -> tuple[int, ...]:
+    def layer_sizes(self, n_pixels: int | None = None) -> tuple[int, ...]:
+        """The layer sizes, top first; ``auto`` resolves for patterns of ``n_pixels``
+        pixels (learning) or, without, for the thesis's 2-4-6 ensembles."""
+        if self.layers == "auto":
+            return (2, 4, 6) if n_pixels is None else (1, 8, n_pixels)
         try:
             sizes = tuple(int(n) for n in self.layers.split("-"))
         except ValueError:
@@ -277,8 +283,13 @@ def fit_density(split: Split, s: SBNSettings, rng: np.random.Generator, log=prin
 
     if s.q_family == "chain":
         raise ValueError("q_family 'chain' is for network ensembles; learn with mean_field/mixture")
-    sizes = s.layer_sizes()
     train, test = split.x_train, split.x_test
+    sizes = s.layer_sizes(train.shape[1])
+    for name, patterns in (("training", train), ("test", test)):
+        if not np.all((patterns == 0) | (patterns == 1)):
+            raise ValueError(
+                f"split {split.name!r}: {name} patterns must be 0 or 1 (sigmoid belief units)"
+            )
     if train.shape[1] != sizes[-1]:
         raise ValueError(
             f"split {split.name!r} has {train.shape[1]} pixels per pattern; layers "
