@@ -40,6 +40,12 @@ DATASET = {
 OTHER_MODELS = {
     "vb_ica": ("ica_toy", "draw0", (("sources", 2),), {"outer": 2, "inner": 5}),
     "ch1_checks": ("thesis_ch1", "burglary", (), {}),
+    "sbn_vi": (
+        "sbn_random_246",
+        "span_0p5",
+        (("q_family", "mixture"), ("components", 2)),
+        {"max_sweeps": 5},
+    ),
     "bm_vi": (
         "bm_two_point",
         "default",
