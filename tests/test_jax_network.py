@@ -27,12 +27,16 @@ def _objective(hidden, activation, prior, seed=0, n=37, n_in=3, n_out=2):
 
 
 @pytest.mark.parametrize(
-    "hidden, activation, prior",
-    [(5, "tanh", "grouped"), (4, "erf", "ard"), (6, "linear", "single"), (0, "linear", "grouped"),
-     (3, "tanh", "single")],
+    "hidden, activation, prior, n_in, n_out",
+    [(5, "tanh", "grouped", 3, 2), (4, "erf", "ard", 3, 2), (6, "linear", "single", 3, 2),
+     (0, "linear", "grouped", 3, 2), (3, "tanh", "single", 3, 2),
+     # more inputs or outputs than jax_network.FEW: the matmul form of both passes
+     (7, "erf", "grouped", 6, 1), (4, "tanh", "ard", 5, 5), (0, "linear", "single", 6, 5)],
 )  # fmt: skip
-def test_value_and_gradient_agree_with_numpy(hidden, activation, prior):
-    objective, rng = _objective(hidden, activation, prior)
+def test_value_and_gradient_agree_with_numpy(hidden, activation, prior, n_in, n_out):
+    """The hand-written backward pass of data_error against numpy's analytic gradient (itself
+    checked against finite differences in test_models), in both layer forms."""
+    objective, rng = _objective(hidden, activation, prior, n_in=n_in, n_out=n_out)
     spec = jn.objective_spec(objective)
     net = objective.network
     w = net.init_weights(rng, 4, scale=2.0)
