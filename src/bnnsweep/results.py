@@ -29,16 +29,18 @@ from .atomic_file import write_atomic
 from .axes import AXES
 from .cell_checksum import CHECKSUM_ATTR, dataset_checksum
 from .cell_writer import CellContent, variable
-from .datasets.base import Split
 from .file_seal import seal_problem
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
 from .metrics import gaussian_loglik, regression_metrics, unstandardise
 from .sweep import Cell
 
+# the datasets package registers every dataset (and loads the models): type checking only
 if TYPE_CHECKING:
     import pandas as pd
     import xarray as xr
+
+    from .datasets.base import Split
 
 UNITS = {
     "log_evidence": ("log marginal likelihood ln p(D | model)", "nats"),

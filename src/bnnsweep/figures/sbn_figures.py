@@ -26,8 +26,6 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..datasets.bars import bars_entropy
-from ..datasets.sbn_ensembles import split_span
 from ._common import mean_se, new_figure, note_figure, style, usable
 from ._common import runs_frame as _runs_frame
 
@@ -167,6 +165,8 @@ def measured_drop(points) -> tuple[int, float] | None:
 
 
 def sbn_error_vs_span(ds: xr.Dataset) -> Figure:
+    from ..datasets.sbn_ensembles import split_span  # the datasets package: only when drawn
+
     runs = ensemble_runs(ds)
     if runs.empty:
         return note_figure("no sbn_vi network-ensemble runs (rel_error over network)")
@@ -200,6 +200,8 @@ def sbn_error_vs_span(ds: xr.Dataset) -> Figure:
 
 
 def sbn_bars_loglik(ds: xr.Dataset) -> Figure:
+    from ..datasets.bars import bars_entropy  # the datasets package: only when drawn
+
     if "train_loglik_pattern" not in ds:
         return note_figure("no sbn_vi learning runs (train_loglik_pattern)")
     runs = usable(runs_frame(ds))
