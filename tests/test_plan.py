@@ -67,3 +67,30 @@ def test_cells_without_cpu_time_calibrate_on_wall_time(measured):
     assert calib["clocks"] == {"wall": 1, "cpu": 1}
     assert calib["ratio"] == pytest.approx(7.0)  # the upper median of 5 and 7
     assert "2 cells (1 CPU, 1 wall time)" in jobsize.plan_table(validate(CONFIG), cells, results)
+
+
+def test_cells_are_packed_by_their_typical_time_and_ask_for_their_bound():
+    """vi_gauss's bound (every outer iteration to max_iter) is about 60x its fits' time: cells
+    are packed by the bound times Work.typical, and a job still asks for the bound."""
+    config = validate(
+        {
+            "experiments": {
+                "t": {
+                    "datasets": ["toy_sine"],
+                    "seeds": [0, 1, 2, 3],
+                    "methods": {"vi_gauss": {"hidden": 3}},
+                }
+            }
+        }
+    )
+    cells = expand(config)
+    batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
+    bound = jobsize.fit_seconds(cells[0])
+    typical = jobsize.packing_seconds(cells[0])
+    assert typical < bound
+    per_job = int(60 * jobsize.BATCHING_DEFAULTS["target_minutes"] // (jobsize.SAFETY * typical))
+    assert per_job >= 2  # so this config does pack
+    assert [len(b.cells) for b in batches] == [min(per_job, 4 - k) for k in range(0, 4, per_job)]
+    for batch in batches:
+        asked_s = 60 * batch.resources()["runtime"]
+        assert asked_s >= jobsize.SAFETY * len(batch.cells) * bound

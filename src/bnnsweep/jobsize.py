@@ -87,6 +87,16 @@ def fit_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) -> f
     return model.gradient_calls * per_call + model.hessians * per_hessian
 
 
+def packing_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) -> float | None:
+    """The typical time of a cell's fit (its bound times ``Work.typical``): what ``time``
+    batching packs by."""
+    fit = fit_seconds(cell, shape)
+    if fit is None:
+        return None
+    shape = data_shape(cell.dataset, cell.split) if shape is None else shape
+    return fit * _work_of(cell, shape)[2].typical
+
+
 def seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
     """Upper bound on a cell's wall time in seconds as a job of its own, safety factor
     included (None when the method has no work model)."""
@@ -202,8 +212,8 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     ``dataset``: every split and seed of one dataset, method label and axis values, one
     after another in one process (so a compiled function is built once), or with
     ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells of one
-    method label packed until their estimated time (safety included) reaches
-    ``target_minutes``; ``none``: a job per cell. No batch holds more than ``max_cells``.
+    method label packed until their typical time (``packing_seconds``, safety included)
+    reaches ``target_minutes``; ``none``: a job per cell. No batch holds more than ``max_cells``.
     """
     target = 60.0 * float(batching["target_minutes"])
     limit = int(batching["max_cells"])
@@ -235,7 +245,7 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
             current: list[Cell] = []
             total = 0.0
             for cell in members:
-                need = SAFETY * fit_seconds(cell, data_shape(cell.dataset, cell.split))
+                need = SAFETY * packing_seconds(cell)
                 if current and (total + need > target or len(current) >= limit):
                     add(key, current, how)
                     current, total = [], 0.0
@@ -342,7 +352,8 @@ STARTUP_MEASURED_S = 2.0  # a fit job's start-up on one core: interpreter, impor
 def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     """What a sweep will cost, per experiment and method label: cells, batch jobs and how they
     are formed, the work models' bound, the estimate calibrated against measured cells under
-    ``results_dir`` (where there are some), and the peak memory of a job."""
+    ``results_dir`` (where there are some; else the bound times the method's typical share
+    of it), and the peak memory of a job."""
     batches = plan_batches(cells, batching_settings(config))
     calib = calibration(results_dir)
     rows: dict[tuple[str, str], dict] = {}
@@ -369,7 +380,6 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
         row["mem"] = max(row["mem"], need["mem_mb"])
         row["requested"] += need["runtime"] / 60.0
         measured = calib.get(first.method_name, {})
-        ratio = measured.get("ratio", 1.0)
         for cell in batch.cells:
             fit = fit_seconds(cell, data_shape(cell.dataset, cell.split))
             if fit is None and "seconds" in measured:
@@ -379,7 +389,10 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
                 row["unknown"] += 1
                 continue
             row["bound"] += fit
-            row["estimate"] += fit * ratio
+            if "ratio" in measured:
+                row["estimate"] += fit * measured["ratio"]
+            else:
+                row["estimate"] += packing_seconds(cell, data_shape(cell.dataset, cell.split))
         row["estimate"] += STARTUP_MEASURED_S
     head = [
         "experiment / label",
@@ -398,7 +411,7 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     for (experiment, label), row in rows.items():
         c = calib.get(row["method"])
         if not c:
-            note = "none (bound)"
+            note = "none (bound x typical share)"
         elif "ratio" in c:
             note = f"{_cells_and_clocks(c)}, bound x {c['ratio']:.3g}"
         else:
@@ -422,6 +435,7 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
             f"; calibrated on the cells under {results_dir}"
             if calib
             else f"; no cells under {results_dir} to calibrate on: the estimate is the bound"
+            " times each method's typical share of it (Work.typical)"
         )
     )
     return "\n".join([*lines, "", summary])

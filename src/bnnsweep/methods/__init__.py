@@ -34,7 +34,12 @@ class Work:
     for a per-point update such as ADF's), Hessians, and floats held at once (samples,
     Jacobians, predictions); ``call_s`` replaces ``jobsize.CALL_S`` as the fixed cost of one
     call where a method's call costs more than a compiled gradient (e.g. numpy Python
-    per call). ``bnnsweep.jobsize`` prices them in seconds and megabytes."""
+    per call). ``bnnsweep.jobsize`` prices them in seconds and megabytes.
+
+    ``typical`` is the share of the bound a fit typically uses, measured, for a method whose
+    bound is far above its usual time (an optimiser that stops at its tolerance long before
+    ``max_iter``): cells are packed into jobs by it, while a job still asks the cluster for
+    the bound."""
 
     gradient_calls: float
     batch: int = 1
@@ -42,6 +47,7 @@ class Work:
     floats_held: float = 0.0
     points: float | None = None
     call_s: float | None = None
+    typical: float = 1.0
 
 
 def no_work_model(settings, n_train: int, n_test: int, n_out: int, n_weights: int) -> None:

@@ -359,6 +359,9 @@ VI_CALL_S = 2e-3
 """Fixed cost of one evaluation of the bound and its gradient: numpy arithmetic of the erf
 expectations and the covariance pullback in Python, 0.4-1.2 ms measured on the default
 sweep (toy N = 30, W = 10-16; sunspots N = 209, W = 113), doubled to bound it."""
+VI_GAUSS_TYPICAL = 0.03
+"""Share of the bound a vi_gauss fit uses, for packing cells into jobs: 0.0015-0.016 of its
+CPU time on the default sweep's toy and sunspots cells, about doubled."""
 
 
 def covariance_batch(s: VariationalSettings, n_weights: int) -> int:
@@ -380,7 +383,13 @@ def work(s: VIGaussSettings, n_train: int, n_test: int, n_out: int, n_weights: i
     if s.covariance != "diag" and s.init_from_diag:
         calls *= 2
     held = n_weights * n_weights if s.covariance == "full" else n_weights * (s.factors + 2)
-    return Work(calls, batch=covariance_batch(s, n_weights), floats_held=held, call_s=VI_CALL_S)
+    return Work(
+        calls,
+        batch=covariance_batch(s, n_weights),
+        floats_held=held,
+        call_s=VI_CALL_S,
+        typical=VI_GAUSS_TYPICAL,
+    )
 
 
 register(
