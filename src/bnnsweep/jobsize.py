@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from functools import lru_cache
+from functools import cache
 
 from .axes import AXES
 from .methods import Work, get_method
@@ -38,13 +38,27 @@ BASE_MEM_MB = 600  # python + numpy + scipy + xarray + netCDF4, measured RSS abo
 DEFAULT = {"runtime": 60, "mem_mb": 2000}
 
 
-@lru_cache(maxsize=64)
 def data_shape(dataset: str, split: str) -> tuple[int, int, int, int]:
-    """(training points, inputs, outputs, test points) of a split, loaded once per process."""
+    """(training points, inputs, outputs, test points) of a split; each dataset is loaded
+    once per process (a UCI set's loader builds all its splits at once)."""
+    shapes = _split_shapes(dataset)
+    if split not in shapes:
+        from . import datasets
+
+        datasets.load(dataset).split(split)  # raises the DatasetError naming the valid splits
+    return shapes[split]
+
+
+@cache
+def _split_shapes(dataset: str) -> dict[str, tuple[int, int, int, int]]:
+    """``data_shape`` of every split of a dataset (shapes only are kept, not the arrays)."""
     from . import datasets
 
-    s = datasets.load(dataset).split(split)
-    return s.x_train.shape[0], s.n_inputs, s.n_outputs, s.x_test.shape[0]
+    loaded = datasets.load(dataset)
+    return {
+        name: (s.x_train.shape[0], s.n_inputs, s.n_outputs, s.x_test.shape[0])
+        for name, s in loaded.splits.items()
+    }
 
 
 def n_weights(n_inputs: int, hidden: int, n_outputs: int) -> int:
