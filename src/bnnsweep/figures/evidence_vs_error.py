@@ -106,20 +106,13 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
 
         grey = "0.35"
         with_points = set(points["method"])
+        # a legend names what is drawn: methods without a log evidence go in its title
         handles = [
             Line2D([], [], color=palette[m], marker="o", linestyle="", label=m)
-            if m in with_points
-            else Line2D(
-                [],
-                [],
-                color=palette[m],
-                marker="o",
-                markerfacecolor="none",
-                linestyle="",
-                label=f"{m} (no log evidence)",
-            )
-            for m in sorted(runs["method"].unique())
+            for m in sorted(with_points)
         ]
+        absent = sorted(set(runs["method"].unique()) - with_points)
+        title = f"not drawn (no log evidence): {', '.join(absent)}" if absent else None
         for level in sorted(set(points["level"]) - {"run"}):
             handles.append(
                 Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} (counted)")
@@ -142,6 +135,6 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
                 )
             )
         if handles:
-            outside_legend(axes[min(len(names), ncols) - 1], handles)
+            outside_legend(axes[min(len(names), ncols) - 1], handles, title=title)
         fig.suptitle("Log evidence against test error")
     return fig
