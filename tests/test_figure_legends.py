@@ -85,3 +85,14 @@ def test_the_same_method_has_the_same_colour_across_figure_kinds(figures):
                 rgb = _rgb(handle)
                 assert colour.setdefault(method, rgb) == pytest.approx(rgb), (kind, method)
     assert set(colour) == {"laplace", "map"}
+
+
+@pytest.mark.parametrize("seeds, expected", [((0,), "mean (one seed: no s.e.)"),
+                                             ((0, 1), "mean ± s.e. over seeds")])  # fmt: skip
+def test_occam_hill_claims_a_standard_error_only_over_several_seeds(seeds, expected):
+    from test_figures import RUNS
+
+    runs = [r for r in RUNS if r[0] == "toy_sine" and r[3] in seeds]
+    labels = [label for label, _ in _legend_entries(FIGURES["occam_hill"][0](make_merged(runs)))]
+    assert expected in labels
+    assert not any("s.e." in label for label in labels if label != expected)

@@ -179,7 +179,9 @@ def _draw_dataset(
         ax.set_xlim(hidden[0] - 0.5 * spacing, hidden[-1] + 0.5 * spacing)
 
 
-def _legend_handles(palette: dict, methods, members: pd.DataFrame) -> list[Line2D]:
+def _legend_handles(palette: dict, methods, members: pd.DataFrame, most_seeds: int) -> list[Line2D]:
+    """Legend entries for what a dataset's row draws; ``most_seeds`` is the largest number of
+    runs behind one mean (one: there is no standard error to show)."""
     handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in methods]
     grey = "0.3"
     for level in sorted(members["level"].unique()) if not members.empty else []:
@@ -198,9 +200,8 @@ def _legend_handles(palette: dict, methods, members: pd.DataFrame) -> list[Line2
             )
         )
     handles.append(Line2D([], [], color=grey, marker="s", linestyle="", label="run (per seed)"))
-    handles.append(
-        Line2D([], [], color=grey, marker="D", linestyle="-", label="mean ± s.e. over seeds")
-    )
+    mean = "mean ± s.e. over seeds" if most_seeds > 1 else "mean (one seed: no s.e.)"
+    handles.append(Line2D([], [], color=grey, marker="D", linestyle="-", label=mean))
     return handles
 
 
@@ -221,8 +222,8 @@ def occam_hill(ds: xr.Dataset) -> Figure:
             _draw_dataset(axes[row, 0], axes[row, 1], name, d_runs, d_members, palette)
             methods = sorted(d_runs["method"].unique())
             if methods:
-                outside_legend(
-                    axes[row, 1], _legend_handles(palette, methods, d_members), "method / marker"
-                )
+                most_seeds = int(d_runs.groupby(["method", "hidden"]).size().max())
+                handles = _legend_handles(palette, methods, d_members, most_seeds)
+                outside_legend(axes[row, 1], handles, "method / marker")
         fig.suptitle("Occam hill: log evidence and test error against hidden units")
     return fig
