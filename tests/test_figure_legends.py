@@ -96,3 +96,26 @@ def test_occam_hill_claims_a_standard_error_only_over_several_seeds(seeds, expec
     labels = [label for label, _ in _legend_entries(FIGURES["occam_hill"][0](make_merged(runs)))]
     assert expected in labels
     assert not any("s.e." in label for label in labels if label != expected)
+
+
+def test_evidence_vs_error_zooms_into_a_crowded_top_cluster():
+    """Issue 17: every H >= 8 robot-arm network in one blob; the blob gets a zoomed inset."""
+    import pandas as pd
+
+    from bnnsweep.figures.evidence_vs_error import crowded
+
+    spread = pd.DataFrame({"log_evidence": np.linspace(-500, 500, 12), "test_nmse": 1.0})
+    assert crowded(spread) is None
+    blob = pd.DataFrame(
+        {
+            "log_evidence": np.r_[-500.0, -300.0, 0.0, 480 + np.arange(9.0)],
+            "test_nmse": np.r_[0.3, 0.1, 0.02, np.full(9, 1e-3)],
+        }
+    )
+    assert sorted(crowded(blob)["log_evidence"]) == list(480 + np.arange(9.0))
+    runs = [("toy_sine", "laplace", h, s, "ok", 0.05, 1.0, ev, [ev, ev + 0.5, np.nan], [1, 1, 0])
+            for h, s, ev in [(1, 0, -400.0), (1, 1, -380.0), (2, 0, 100.0), (2, 1, 101.0),
+                             (3, 0, 102.0), (3, 1, 100.5)]]  # fmt: skip
+    fig = FIGURES["evidence_vs_error"][0](make_merged(runs))
+    insets = [child for ax in fig.axes for child in ax.child_axes]
+    assert len(insets) == 1 and insets[0].collections

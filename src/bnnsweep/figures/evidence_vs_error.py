@@ -5,7 +5,8 @@ One facet per dataset. Each member counted in a run's evidence (a Laplace mode w
 circle at (member log evidence, member test NMSE); each run with a log evidence is a square
 at (combined ``log_evidence``, ``test_nmse``). Colour is the method, marker size the number
 of hidden units. Member NMSE uses the run's own normaliser (``test_mse / test_nmse``), so
-member and run points are on one scale. Diverged runs are left out.
+member and run points are on one scale. Diverged runs are left out. Where the
+highest-evidence points crowd into one blob (``crowded``), an inset zooms into them.
 """
 
 from __future__ import annotations
@@ -60,6 +61,55 @@ def _points(ds: xr.Dataset) -> pd.DataFrame:
     return points[finite]
 
 
+def crowded(d: pd.DataFrame) -> pd.DataFrame | None:
+    """The points of a panel's highest-evidence cluster when they crowd into one blob (the
+    networks the comparison is about): at least a third of the points, and at least 3, in
+    the top tenth of the panel's log-evidence range. They are drawn again in a zoomed inset."""
+    evidence = d["log_evidence"].to_numpy(float)
+    span = evidence.max() - evidence.min()
+    if len(d) < 6 or span <= 0:
+        return None
+    top = d[evidence >= evidence.max() - 0.1 * span]
+    return top if len(top) >= max(3, len(d) // 3) else None
+
+
+INSET_CORNERS = ([0.5, 0.47, 0.47, 0.4], [0.1, 0.47, 0.47, 0.4], [0.5, 0.1, 0.47, 0.4],
+                 [0.1, 0.1, 0.47, 0.4])  # fmt: skip
+
+
+def _emptiest_corner(ax, d: pd.DataFrame) -> list[float]:
+    """Of the four corner boxes (axes fractions), the one over the fewest points."""
+    ax.autoscale_view()
+    xy = np.column_stack([d["log_evidence"].to_numpy(float), d["test_nmse"].to_numpy(float)])
+    frac = ax.transAxes.inverted().transform(ax.transData.transform(xy))
+
+    def covered(box):
+        x0, y0, w, h = box
+        inside = (frac[:, 0] >= x0 - 0.05) & (frac[:, 0] <= x0 + w + 0.02)
+        return int(np.sum(inside & (frac[:, 1] >= y0 - 0.08) & (frac[:, 1] <= y0 + h + 0.08)))
+
+    return min(INSET_CORNERS, key=covered)
+
+
+def _scatter(ax, d: pd.DataFrame, palette: dict, sizes: dict) -> None:
+    """Members as circles and runs as squares, colour the method, size the hidden units."""
+    for (method, level), group in d.groupby(["method", "level"], sort=True):
+        ax.scatter(
+            group["log_evidence"],
+            group["test_nmse"],
+            s=group["hidden"].map(sizes),
+            marker="s" if level == "run" else "o",
+            color=palette[method],
+            edgecolors="white" if level == "run" else palette[method],
+            linewidths=0.6,
+            alpha=0.75,
+            zorder=2 if level == "run" else 3,
+        )
+    nmse = d["test_nmse"].to_numpy(float)
+    if np.all(nmse > 0) and nmse.max() / nmse.min() > 30:
+        ax.set_yscale("log")
+
+
 def evidence_vs_error(ds: xr.Dataset) -> Figure:
     runs = runs_frame(ds)
     palette = method_palette(runs["method"])
@@ -86,21 +136,16 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
                     + ")",
                 )
                 continue
-            for (method, level), group in d.groupby(["method", "level"], sort=True):
-                ax.scatter(
-                    group["log_evidence"],
-                    group["test_nmse"],
-                    s=group["hidden"].map(sizes),
-                    marker="s" if level == "run" else "o",
-                    color=palette[method],
-                    edgecolors="white" if level == "run" else palette[method],
-                    linewidths=0.6,
-                    alpha=0.75,
-                    zorder=2 if level == "run" else 3,
+            _scatter(ax, d, palette, sizes)
+            crowd = crowded(d)
+            if crowd is not None:
+                inset = ax.inset_axes(_emptiest_corner(ax, d))
+                _scatter(inset, crowd, palette, sizes)
+                inset.tick_params(labelsize="x-small")
+                inset.set_title(
+                    f"highest-evidence {len(crowd)} of {len(d)} points", fontsize="x-small"
                 )
-            nmse = d["test_nmse"].to_numpy(float)
-            if np.all(nmse > 0) and nmse.max() / nmse.min() > 30:
-                ax.set_yscale("log")
+                ax.indicate_inset_zoom(inset, edgecolor="0.4")
         for ax in axes[len(names) :]:
             ax.set_axis_off()
 
