@@ -116,20 +116,28 @@ def dual_averaging_update(
     return DualAveragingState(log_step, log_step_bar, h_bar, state.mu, t)
 
 
-def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int | jax.Array, inv_mass=1.0):
-    """``n_steps`` leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w (Neal
-    1996 eq. 3.8-3.10) and kinetic energy p^T M^-1 p / 2 for a diagonal mass M (``inv_mass``
-    = diag M^-1, or 1); the half momentum steps between full steps are merged, so there is
-    one gradient per step. Returns w, p, U and dU/dw at the end point."""
+def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int | jax.Array, inv_mass=1.0, grad_fn=None):
+    """``n_steps`` (>= 1) leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w
+    (Neal 1996 eq. 3.8-3.10) and kinetic energy p^T M^-1 p / 2 for a diagonal mass M
+    (``inv_mass`` = diag M^-1, or 1); the half momentum steps between full steps are merged,
+    so there is one gradient per step. Returns w, p, U and dU/dw at the end point.
+
+    U is needed at the end point only: the steps before it call ``grad_fn`` (dU/dw alone, so
+    the compiled step drops the value's arithmetic), the last ``value_and_grad``."""
+    grad_fn = grad_fn if grad_fn is not None else (lambda w: value_and_grad(w)[1])
+
+    def move(i, w, p, g):
+        p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
+        return w + eps * inv_mass * p, p
 
     def step(i, carry):
-        w, p, _, g = carry
-        p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
-        w = w + eps * inv_mass * p
-        u, g = value_and_grad(w)
-        return w, p, u, g
+        w, p, g = carry
+        w, p = move(i, w, p, g)
+        return w, p, grad_fn(w)
 
-    w, p, u, g = jax.lax.fori_loop(0, n_steps, step, (w, p, jnp.zeros((), w.dtype), grad))
+    w, p, g = jax.lax.fori_loop(0, n_steps - 1, step, (w, p, grad))
+    w, p = move(n_steps - 1, w, p, g)
+    u, g = value_and_grad(w)
     return w, p - 0.5 * eps * g, u, g
 
 
@@ -167,6 +175,9 @@ def transition(
     def value_and_grad(w):
         return jax.value_and_grad(potential, argnums=2)(params, theta, w)
 
+    def grad_fn(w):
+        return jax.grad(potential, argnums=2)(params, theta, w)
+
     if isinstance(recompute, bool):
         u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
     else:  # traced: both branches compiled, one run
@@ -182,7 +193,7 @@ def transition(
     jitter = consts["jitter"]
     eps = step * jax.random.uniform(k_jit, (), state.w.dtype, 1.0 - jitter, 1.0 + jitter)
     h0 = u + 0.5 * jnp.dot(p, inv_mass * p)
-    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps, inv_mass)
+    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps, inv_mass, grad_fn)
     d_h = u1 + 0.5 * jnp.dot(p1, inv_mass * p1) - h0
     bad = ~jnp.isfinite(d_h) | (d_h > consts["divergence_threshold"]) | ~jnp.all(jnp.isfinite(w1))
     accept_prob = jnp.where(bad, 0.0, jnp.exp(jnp.minimum(0.0, -jnp.where(bad, 0.0, d_h))))
