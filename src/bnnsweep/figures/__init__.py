@@ -54,6 +54,9 @@
     sigmoid belief networks (thesis figs. 2.4-2.7): relative error of the mean-field,
     mixture and Markov-chain bounds over random nets, against M and against the weight
     span; exact log-likelihood of nets learned on the bars data against M
+``sunspot_predictions``
+    one-step-ahead predictions with +-1 s.d. error bars against the target series, per method
+    (paper 000 fig. 3), with the published NMSE
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -92,6 +95,7 @@ from .sbn_figures import (
     sbn_error_vs_span,
 )
 from .schedule_comparison import schedule_comparison
+from .sunspot_predictions import sunspot_predictions
 from .thesis_ch1 import chapter_one_checks
 from .toy_regression import toy_regression
 
@@ -119,6 +123,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "sbn_error_vs_components": (sbn_error_vs_components, ".png"),
     "sbn_error_vs_span": (sbn_error_vs_span, ".png"),
     "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
+    "sunspot_predictions": (sunspot_predictions, ".png"),
 }
 
 __all__ = [
@@ -146,6 +151,7 @@ __all__ = [
     "sbn_error_vs_span",
     "schedule_comparison",
     "chapter_one_checks",
+    "sunspot_predictions",
     "toy_regression",
     "write_table",
 ]
