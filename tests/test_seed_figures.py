@@ -3,12 +3,20 @@ back as `bnnsweep merge` writes them."""
 
 from __future__ import annotations
 
+import json
+
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
 import xarray as xr
 
 from bnnsweep.figures import FIGURES, draw, load_merged
+from bnnsweep.figures.adf_softmax import (
+    adf_samples_loglik,
+    adf_softmax_approximation,
+    approximation_frame,
+    samples_frame,
+)
 from bnnsweep.figures.sunspot_predictions import (
     coverage,
     sunspot_predictions,
@@ -131,3 +139,109 @@ def test_diverged_runs_are_left_out():
 
 def test_kind_is_registered():
     assert FIGURES["sunspot_predictions"] == (sunspot_predictions, ".png")
+
+
+# ---- paper 004 supplement figs. 2-3: softmax PBP/EBP -------------------------------------
+
+SOFTMAX_SEEDS = 4
+
+
+def _softmax_merged() -> tuple[xr.Dataset, dict]:
+    """PBP and EBP runs on two datasets with S = 1, 10 and the log bound, SOFTMAX_SEEDS seeds
+    each, training log-likelihoods whose spread shrinks with S, and one run of another
+    likelihood and one diverged run that the figures must leave out."""
+    rng = np.random.default_rng(3)
+    rows, truth = [], {}
+    for dataset in ("synthetic_softmax10", "synthetic_softmax100"):
+        for algorithm in ("pbp", "ebp"):
+            for approximation, samples in (("mc", 1), ("mc", 10), ("bound", 10)):
+                values = -1.0 - rng.normal(scale=1.0 / samples, size=SOFTMAX_SEEDS)
+                if approximation == "mc":
+                    truth[(dataset, algorithm, samples)] = values
+                label = f"{algorithm}_s{samples}" if approximation == "mc" else f"{algorithm}_b"
+                for seed, value in enumerate(values):
+                    settings = {
+                        "likelihood": "softmax",
+                        "softmax_approximation": approximation,
+                        "mc_samples": samples,
+                    }
+                    rows.append((dataset, label, algorithm, seed, "ok", settings, value))
+    rows.append(("synthetic_softmax10", "pbp_g", "pbp", 0, "ok", {"likelihood": "gaussian"}, 5.0))
+    rows.append(("synthetic_softmax10", "pbp_s1", "pbp", 9, "diverged", rows[0][5], 50.0))
+    n = len(rows)
+    col = list(zip(*rows, strict=True))
+    error = np.array([0.3 if r[5].get("softmax_approximation") == "bound" else 0.2 for r in rows])
+    data = {
+        "train_loglik": ("run", np.array(col[6], dtype=float)),
+        "test_loglik": ("run", np.array(col[6], dtype=float) - 0.5),
+        "test_error_rate": ("run", error),
+        "status": ("run", list(col[4])),
+        "method_name": ("run", list(col[2])),
+        "resolved_settings_json": ("run", [json.dumps(s) for s in col[5]]),
+        "log_evidence": ("run", np.full(n, np.nan)),
+    }
+    coords = {
+        "experiment": ("run", ["t"] * n),
+        "dataset": ("run", list(col[0])),
+        "split": ("run", ["0"] * n),
+        "method": ("run", list(col[1])),
+        "seed": ("run", np.array(col[3], dtype=np.int64)),
+        "hidden": ("run", np.full(n, 50, dtype=np.int64)),
+    }
+    return xr.Dataset(data, coords=coords, attrs={"title": "bnnsweep merged results"}), truth
+
+
+@pytest.fixture
+def softmax_file(tmp_path):
+    path = tmp_path / "softmax.nc"
+    write_netcdf_atomic(_softmax_merged()[0], path)
+    return path
+
+
+def test_samples_frame_is_the_mean_and_sd_over_repeats_of_mc_runs_only(softmax_file):
+    frame = samples_frame(load_merged(softmax_file))
+    _, truth = _softmax_merged()
+    assert len(frame) == len(truth) == 8  # 2 datasets x 2 algorithms x S in {1, 10}
+    for row in frame.itertuples():
+        values = truth[(row.dataset, row.algorithm, row.samples)]
+        assert row.repeats == SOFTMAX_SEEDS  # the diverged repeat is not counted
+        assert row.train_loglik_mean == pytest.approx(values.mean())
+        assert row.train_loglik_sd == pytest.approx(values.std(ddof=1))
+
+
+def test_samples_figure_round_trip_draws_the_sd_against_s(softmax_file, tmp_path):
+    (path,) = draw("adf_samples_loglik", softmax_file, tmp_path / "samples")
+    assert path.suffix == ".png" and mpimg.imread(path).shape[1] > 800
+    fig = adf_samples_loglik(load_merged(softmax_file))
+    _, truth = _softmax_merged()
+    bottoms = [ax for ax in fig.axes if ax.get_ylabel() == "s.d. over repeats"]
+    assert len(bottoms) == 2
+    for ax, dataset in zip(bottoms, ("synthetic_softmax10", "synthetic_softmax100"), strict=True):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        for algorithm in ("ebp", "pbp"):
+            np.testing.assert_allclose(lines[algorithm].get_xdata(), [1, 10])
+            expected = [truth[(dataset, algorithm, s)].std(ddof=1) for s in (1, 10)]
+            np.testing.assert_allclose(lines[algorithm].get_ydata(), expected)
+    assert "sd(1)/sd(10)" in fig.axes[0].get_title()
+
+
+def test_approximation_frame_and_figure(softmax_file, tmp_path):
+    ds = load_merged(softmax_file)
+    frame = approximation_frame(ds)
+    assert set(frame["approximation"]) == {"bound", "mc S=1", "mc S=10"}
+    assert (frame["runs"] == SOFTMAX_SEEDS).all()
+    bound = frame[frame["approximation"] == "bound"]
+    np.testing.assert_allclose(bound["test_error_rate"], 0.3)
+    (path,) = draw("adf_softmax_approximation", softmax_file, tmp_path / "approx")
+    assert mpimg.imread(path).shape[0] > 300
+    fig = adf_softmax_approximation(ds)
+    bars = [patch.get_height() for patch in fig.axes[0].patches]
+    np.testing.assert_allclose(bars, [0.3, 0.2, 0.2])  # bound, then S = 1, 10
+    assert "stochastic approximation clearly outperforms" in fig.texts[0].get_text()
+
+
+def test_softmax_figures_without_softmax_runs_are_notes():
+    ds, _ = _softmax_merged()
+    ds = ds.assign(resolved_settings_json=("run", ['{"likelihood": "gaussian"}'] * ds.sizes["run"]))
+    for figure in (adf_samples_loglik, adf_softmax_approximation):
+        assert len(figure(ds).axes) == 1  # the note's blank axes only
