@@ -7,6 +7,7 @@ import json
 
 import matplotlib.image as mpimg
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -245,3 +246,36 @@ def test_softmax_figures_without_softmax_runs_are_notes():
     ds = ds.assign(resolved_settings_json=("run", ['{"likelihood": "gaussian"}'] * ds.sizes["run"]))
     for figure in (adf_samples_loglik, adf_softmax_approximation):
         assert len(figure(ds).axes) == 1  # the note's blank axes only
+
+
+# ---- paper 004 supplement Table 3 beside the deep ADF runs ---------------------------------
+
+
+def test_error_table_sets_table_3_beside_the_deep_adf_labels(tmp_path):
+    labels = ["pbp_2layer", "ebp_2layer", "pbp_5layer", "ebp_5layer"]
+    rmse = np.array([0.9, 1.2, 2.0, 5.0])
+    n = len(labels)
+    ds = xr.Dataset(
+        {
+            "test_rmse": ("run", rmse),
+            "status": ("run", ["ok"] * n),
+            "log_evidence": ("run", np.full(n, np.nan)),
+        },
+        coords={
+            "experiment": ("run", ["t"] * n),
+            "dataset": ("run", ["yacht"] * n),
+            "split": ("run", ["0"] * n),
+            "method": ("run", labels),
+            "seed": ("run", np.zeros(n, dtype=np.int64)),
+            "hidden": ("run", np.full(n, 50, dtype=np.int64)),
+        },
+        attrs={"title": "bnnsweep merged results"},
+    )
+    path = tmp_path / "deep.nc"
+    write_netcdf_atomic(ds, path)
+    md, csv = draw("error_table", path, tmp_path / "errors.md")
+    table = pd.read_csv(csv).set_index("method")
+    assert table.loc["pbp_2layer", "published"] == "test_rmse: 0.85 (paper 004 suppl. T3, ± 0.05)"
+    assert table.loc["ebp_5layer", "published"] == "test_rmse: 5.58 (paper 004 suppl. T3, ± 5.77)"
+    np.testing.assert_allclose(table.loc[labels, "test_rmse_mean"], rmse)
+    assert "paper 004 suppl. T3" in md.read_text()
