@@ -217,7 +217,7 @@ def adf_softmax_approximation(ds: xr.Dataset) -> Figure:
                             label=f"{algorithm} · {dataset}" if i == 0 else None,
                         )
             names = [
-                APPROXIMATION_NAMES.get(a, a.replace("mc ", "stochastic, ")) for a in approximations
+                APPROXIMATION_NAMES.get(a, a.replace("mc ", "stochastic\n")) for a in approximations
             ]
             ax.set_xticks(range(len(approximations)), names)
             ax.set_ylabel(label)

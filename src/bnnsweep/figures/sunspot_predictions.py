@@ -114,7 +114,7 @@ def sunspot_predictions(ds: xr.Dataset) -> Figure:
                 )
             ax.scatter(x, s["target"], s=16, facecolors="none", edgecolors="black", label="targets")
             mean, se, n = mean_se(group["test_nmse"])
-            spread = f"{mean:.3f} ± {se:.3f} over {n} seeds" if n > 1 else f"{mean:.3f}"
+            spread = f"{mean:.3f} ± {se:.2g} over {n} seeds" if n > 1 else f"{mean:.3f}"
             published = published_nmse(str(row["dataset"]), str(row["method"]))
             cover = coverage(s["mean"], s["sd"], s["target"], ERROR_BAR_SD)
             ax.set_title(
