@@ -28,6 +28,10 @@
     KL from an ``hmc`` reference when present (paper 004 Fig. 2 top)
 ``adf_epoch_error``
     test error against epoch for the ADF methods, mean +- s.e. over splits
+``adf_samples_loglik``, ``adf_softmax_approximation``
+    softmax PBP and EBP (paper 004 supplement figs. 3 and 2): training log-likelihood
+    against the Monte Carlo samples S, mean +- s.d. over repeats; the log bound against
+    the stochastic ln Z, averaged over algorithms and datasets (figures/adf_softmax.py)
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
@@ -54,6 +58,9 @@
     sigmoid belief networks (thesis figs. 2.4-2.7): relative error of the mean-field,
     mixture and Markov-chain bounds over random nets, against M and against the weight
     span; exact log-likelihood of nets learned on the bars data against M
+``sunspot_predictions``
+    one-step-ahead predictions with +-1 s.d. error bars against the target series, per method
+    (paper 000 fig. 3), with the published NMSE
 ``schedule_comparison``
     chaining log evidence (ratio, TI, AIS) and its s.e. against the number of links, per
     schedule family, one row per dataset and hidden size
@@ -75,6 +82,7 @@ from ..file_seal import seal_problem
 from ..results import with_run_test_data
 from ._common import FIGURE_SUFFIXES, method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
+from .adf_softmax import adf_samples_loglik, adf_softmax_approximation
 from .adf_uci_table import adf_uci_table
 from .bm_correlation import bm_correlation_error
 from .bm_learning import bm_galland_iterations, bm_toy_learning
@@ -92,6 +100,7 @@ from .sbn_figures import (
     sbn_error_vs_span,
 )
 from .schedule_comparison import schedule_comparison
+from .sunspot_predictions import sunspot_predictions
 from .thesis_ch1 import chapter_one_checks
 from .toy_regression import toy_regression
 
@@ -105,6 +114,8 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_uci_table": (adf_uci_table, ".png"),
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
+    "adf_samples_loglik": (adf_samples_loglik, ".png"),
+    "adf_softmax_approximation": (adf_softmax_approximation, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
     "ica_alpha": (ica_alpha, ".png"),
     "ica_bound_trace": (ica_bound_trace, ".png"),
@@ -119,11 +130,14 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "sbn_error_vs_components": (sbn_error_vs_components, ".png"),
     "sbn_error_vs_span": (sbn_error_vs_span, ".png"),
     "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
+    "sunspot_predictions": (sunspot_predictions, ".png"),
 }
 
 __all__ = [
     "FIGURES",
     "adf_epoch_error",
+    "adf_samples_loglik",
+    "adf_softmax_approximation",
     "adf_toy_classification",
     "adf_uci_table",
     "bm_correlation_error",
@@ -146,6 +160,7 @@ __all__ = [
     "sbn_error_vs_span",
     "schedule_comparison",
     "chapter_one_checks",
+    "sunspot_predictions",
     "toy_regression",
     "write_table",
 ]
