@@ -29,6 +29,7 @@ def adf_update(m, v, g_m, g_v, fixed_variance: bool = False):
         ok = jnp.isfinite(m_new)
         return jnp.where(ok, m_new, m), v, ok
     v_new = v - v * v * (g_m * g_m - 2.0 * g_v)
+    m_new, v_new = jax.lax.optimization_barrier(jnp.stack([m_new, v_new]))
     ok = jnp.isfinite(m_new) & jnp.isfinite(v_new) & (v_new > MIN_VARIANCE)
     return jnp.where(ok, m_new, m), jnp.where(ok, v_new, v), ok
 
