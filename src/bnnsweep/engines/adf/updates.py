@@ -17,19 +17,28 @@ MIN_VARIANCE = 1e-100
 MAX_CAVITY_VARIANCE = 1e6
 
 
-def adf_update(m, v, g_m, g_v, fixed_variance: bool = False):
+def adf_update(m, v, g_m, g_v, fixed_variance: bool = False, one_array: bool = True):
     """New (m, v) of one weight array by eq. 6 and the mask of accepted elements.
 
     An element whose new variance is not positive, or whose new mean or variance is not
     finite, keeps its old (m, v) (the caller counts the rejections). With ``fixed_variance``
     (EBP) only the mean moves and v stays as it is.
+
+    The candidate (m', v') are computed once, behind an optimization barrier, so that the
+    acceptance test, the two selects and the caller's rejection count read them instead of
+    each recomputing the chain from the gradients. ``one_array`` computes them as one stacked
+    array (one kernel: fastest for one replicate), otherwise as two arrays (simpler loops
+    that vectorise better when a batch of replicates is vmapped); the numbers are the same.
     """
     m_new = m + v * g_m
     if fixed_variance:
         ok = jnp.isfinite(m_new)
         return jnp.where(ok, m_new, m), v, ok
     v_new = v - v * v * (g_m * g_m - 2.0 * g_v)
-    m_new, v_new = jax.lax.optimization_barrier(jnp.stack([m_new, v_new]))
+    if one_array:
+        m_new, v_new = jax.lax.optimization_barrier(jnp.stack([m_new, v_new]))
+    else:
+        m_new, v_new = jax.lax.optimization_barrier((m_new, v_new))
     ok = jnp.isfinite(m_new) & jnp.isfinite(v_new) & (v_new > MIN_VARIANCE)
     return jnp.where(ok, m_new, m), jnp.where(ok, v_new, v), ok
 
