@@ -105,12 +105,13 @@ def _back(g, w):
 
 def _outer_products(pairs):
     """[sum_t g[t, o] z[t, j] for (g, z) in pairs], g (..., T, O), z (..., T, D) -> (..., O, D),
-    as one matrix product blockdiag(g_1^T, ..., g_K^T) [z_1; ...; z_K] of shape (K O, D).
+    as one matrix product blockdiag(g_1^T, ..., g_K^T) [z_1; ...; z_K] of shape (K O, D)
+    (the off-diagonal blocks are exact zeros, so each entry is the plain sum over t whatever
+    the batch size).
 
-    One product for all the weight gradients of a layer: a genuine matrix product is computed
-    once, where elementwise outer products (T = 1) would be recomputed by the compiler inside
-    every consumer (new mean, new variance, acceptance count). The off-diagonal blocks are
-    exact zeros, so each entry is the plain sum over t whatever the batch size.
+    For one point (T = 1, the filter) plain elementwise outer products, which the compiler
+    fuses into the weight update (``updates.adf_update``): a matrix product there went to a
+    YNNPACK kernel whose call cost more than the update itself.
     """
     if pairs[0][0].shape[-2] == 1:
         return [g[..., 0, :, None] * z[..., 0, None, :] for g, z in pairs]
