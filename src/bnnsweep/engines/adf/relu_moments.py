@@ -28,6 +28,7 @@ from ...jax_runtime import jax, jnp
 SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 TINY_VARIANCE = 1e-300
+ASYMPTOTIC_ERFCX = 1e6  # beyond it erfcx's two-term series; below it R/S (whose x^6 overflows)
 
 # Cephes' rational approximations of erfc (ndtr.c; Moshier 1984-2000, as in XLA's erfc):
 # erf(x) = x T(x^2) / U(x^2) for x < 1, erfc(x) = e^{-x^2} P(x) / Q(x) for 1 <= x < 8 and
@@ -60,15 +61,22 @@ def erfcx_nonnegative(x):
     """The scaled complementary error function e^{x^2} erfc(x) for x >= 0, directly from
     Cephes' rational approximations: P(x)/Q(x) on [1, 8), R(x)/S(x) beyond (no exponential,
     no overflow), e^{x^2} (1 - x T(x^2)/U(x^2)) below 1. One exponential and three rational
-    functions of elementwise work, where jax's erfcx (e^{x^2} times XLA's erfc, itself
+    functions of elementwise work (and a two-term asymptotic series beyond 1e6, where R/S would
+    overflow, e.g. for the point estimates' zero variances), where jax's erfcx (e^{x^2} times XLA's erfc, itself
     e^{-x^2} P/Q, and an asymptotic series for large x) costs several kernels."""
     small = x < 1.0
     xs = jnp.where(small, x, 0.0)
     z = xs * xs
     below_one = jnp.exp(z) * (1.0 - xs * _polynomial(z, _ERF_T) / _polynomial(z, _ERF_U, True))
-    middle = _polynomial(x, _ERFC_P) / _polynomial(x, _ERFC_Q, True)
-    tail = _polynomial(x, _ERFC_R) / _polynomial(x, _ERFC_S, True)
-    return jnp.where(small, below_one, jnp.where(x < 8.0, middle, tail))
+    xm = jnp.minimum(x, 8.0)  # every branch sees an argument where it is finite
+    middle = _polynomial(xm, _ERFC_P) / _polynomial(xm, _ERFC_Q, True)
+    xt = jnp.clip(x, 8.0, ASYMPTOTIC_ERFCX)
+    tail = _polynomial(xt, _ERFC_R) / _polynomial(xt, _ERFC_S, True)
+    xl = jnp.maximum(x, ASYMPTOTIC_ERFCX)  # (1 - 1/(2 x^2)) / (sqrt(pi) x), error 3/(4 x^4)
+    far = (1.0 - 0.5 / (xl * xl)) / (math.sqrt(math.pi) * xl)
+    return jnp.where(
+        small, below_one, jnp.where(x < 8.0, middle, jnp.where(x < ASYMPTOTIC_ERFCX, tail, far))
+    )
 
 
 def normal_pdf(a):
