@@ -6,6 +6,7 @@ import pytest
 from bnnsweep.engines.adf import likelihoods as lik
 from bnnsweep.engines.adf.network import Architecture, backward, forward
 from bnnsweep.engines.adf.relu_moments import (
+    erfcx_nonnegative,
     inverse_mills,
     log_probit,
     mills_ratio_negative,
@@ -45,6 +46,17 @@ def test_relu_moment_derivatives_match_finite_differences():
         minus = relu_moments(mu - dmu, tau - dtau)
         np.testing.assert_allclose(deriv_mean, (plus[0] - minus[0]) / (2 * h), rtol=1e-5, atol=1e-8)
         np.testing.assert_allclose(deriv_var, (plus[1] - minus[1]) / (2 * h), rtol=1e-5, atol=1e-8)
+
+
+def test_erfcx_matches_scipy_to_a_few_ulp_on_every_branch():
+    """Cephes' rational erfcx on [0, 1), [1, 8), [8, inf), including 26.55-26.64 where
+    e^{x^2} erfc(x) (jax's erfcx) loses erfc to underflow before its asymptotic branch."""
+    from scipy.special import erfcx
+
+    x = np.concatenate([np.linspace(0.0, 30.0, 30001), np.linspace(26.5, 26.7, 201),
+                        np.geomspace(1e-10, 1e300, 6001)])  # fmt: skip
+    np.testing.assert_allclose(erfcx_nonnegative(x), erfcx(x), rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(erfcx_nonnegative(np.array([np.inf])), [0.0])
 
 
 def test_stable_tails_at_mean_over_sd_minus_40():

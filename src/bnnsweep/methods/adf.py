@@ -162,6 +162,7 @@ class ADF:
             softmax_bound=settings.softmax_approximation == "bound",
             mc_samples=int(settings.mc_samples),
             prior_precision=float(getattr(settings, "prior_precision", 0.0)),
+            one_array_update=len(splits) == 1,  # the faster kernel layout (same numbers)
         )
         self.monte_carlo = self.likelihood == "softmax" and not self.config.softmax_bound
         R = len(splits)
@@ -179,6 +180,9 @@ class ADF:
             x_test[r, : self.n_test[r]] = s.x_test
         self.x_test = jnp.asarray(x_test)
         self.state = self._initial_state(R)
+        self._n_train = jnp.asarray(self.n_train)
+        self._fixed_keys = jnp.stack([jax.random.key(0)] * R)  # no Monte Carlo: ignored
+        self._host_copy: tuple | None = None
 
     def _initial_state(self, R: int) -> FilterState:
         """Means N(0, 1/D) per replicate stream (HL&A 2015 sec. 3.4); variances 1 (EBP) or the
@@ -220,14 +224,21 @@ class ADF:
         if self.monte_carlo:
             keys = jnp.stack([key_from_rng(rng) for rng in self.rngs])
         else:  # no draws: the program ignores the key
-            keys = jnp.stack([jax.random.key(0)] * R)
+            keys = self._fixed_keys
         self.state = compiled_epoch(self.config)(
-            self.state, self.x, self.y, jnp.asarray(order), jnp.asarray(self.n_train), keys
+            self.state, self.x, self.y, jnp.asarray(order), self._n_train, keys
         )
+
+    def host_state(self) -> FilterState:
+        """The current state as numpy arrays, copied from the device once per state (each
+        replicate's predictions and results then index it without a compiled call each)."""
+        if self._host_copy is None or self._host_copy[0] is not self.state:
+            self._host_copy = (self.state, jax.tree.map(np.asarray, self.state))
+        return self._host_copy[1]
 
     # ---- predictions ---------------------------------------------------------------------
     def output_moments(self, r: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        st = self.state
+        st = self.host_state()
         nu, psi = output_moments(
             tuple(m[r] for m in st.means), tuple(v[r] for v in st.variances), jnp.asarray(x)
         )
@@ -243,7 +254,7 @@ class ADF:
         inputs of the targets y, with log p(y | x) per point."""
         name = self.likelihood
         if name == "gaussian":
-            var = psi + float(self.state.noise_var[r])
+            var = psi + float(self.host_state().noise_var[r])
             logpred = -0.5 * (np.log(2 * np.pi * var) + (y - nu) ** 2 / var)
             return {"mean": nu, "var": var, "logpred": logpred.sum(axis=-1)}
         if name == "poisson":
@@ -315,7 +326,7 @@ class ADF:
 
     def _result(self, r: int, trace_err, trace_ll) -> FitResult:
         s, split, rng = self.settings, self.splits[r], self.rngs[r]
-        st = jax.tree.map(lambda leaf: np.asarray(leaf[r]), self.state)
+        st = jax.tree.map(lambda leaf: leaf[r], self.host_state())
         test = self.predict(r, split.x_test, split.y_test, rng)
         train = self.predict(r, split.x_train, split.y_train, rng)
         gaussian = self.likelihood == "gaussian"

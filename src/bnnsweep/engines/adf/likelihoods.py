@@ -65,13 +65,11 @@ def gamma_moment_match(y, nu, psi, a, b):
     a' = 1 / ((a+1)/a Z_0 Z_2 / Z_1^2 - 1) and b' = 1 / ((a+1)/b Z_2/Z_1 - (a/b) Z_1/Z_0).
     Shapes: y, nu, psi (..., P) summed over P; a, b (...).
     """
-    diff2 = (y - nu) ** 2
-
-    def log_zk(k):
-        s = psi + (b / (a + k - 1.0))[..., None]
-        return jnp.sum(-0.5 * (LOG_2PI + jnp.log(s) + diff2 / s), axis=-1)
-
-    l0, l1, l2 = log_zk(0), log_zk(1), log_zk(2)
+    diff2 = (y - nu)[..., None, :] ** 2
+    shape = a[..., None] + jnp.arange(3.0)  # a + k for k = 0, 1, 2, in one array
+    s = psi[..., None, :] + (b[..., None] / (shape - 1.0))[..., None]
+    log_zk = jnp.sum(-0.5 * (LOG_2PI + jnp.log(s) + diff2 / s), axis=-1)
+    l0, l1, l2 = log_zk[..., 0], log_zk[..., 1], log_zk[..., 2]
     a_new = 1.0 / (jnp.exp(l2 - 2.0 * l1 + l0) * (a + 1.0) / a - 1.0)
     b_new = 1.0 / (jnp.exp(l2 - l1) * (a + 1.0) / b - jnp.exp(l1 - l0) * a / b)
     return a_new, b_new

@@ -71,6 +71,31 @@ def _apply(z, w):
     return z @ jnp.swapaxes(w, -1, -2)
 
 
+def _add_pairs(x, y):
+    return x[0] + y[0], x[1] + y[1]
+
+
+def _unit_moments(zm1, zv1, second, m, v, exact_inputs: bool):
+    """The unscaled sums of eq. 7, sum_j m_oj E[z_j] and
+    sum_j (m_oj^2 Var[z_j] + v_oj E[z_j^2]) (..., T, O); with ``exact_inputs`` (Var[z] = 0)
+    the first term of the second sum is left out.
+
+    For one point (T = 1, the filter) both sums are one two-output reduction of elementwise
+    products over j (one kernel, and its summation order does not depend on the batch size);
+    matrix products otherwise.
+    """
+    if zm1.shape[-2] == 1:
+        zm_j, zv_j, second_j = zm1[..., :, None, :], zv1[..., :, None, :], second[..., :, None, :]
+        m_oj, v_oj = m[..., None, :, :], v[..., None, :, :]
+        var_terms = second_j * v_oj if exact_inputs else zv_j * (m_oj * m_oj) + second_j * v_oj
+        zero = jnp.zeros((), dtype=m.dtype)
+        return jax.lax.reduce((zm_j * m_oj, var_terms), (zero, zero), _add_pairs, (zm_j.ndim - 1,))
+    mu = _apply(zm1, m)
+    if exact_inputs:
+        return mu, _apply(second, v)
+    return mu, _apply(zv1, m * m) + _apply(second, v)
+
+
 def _back(g, w):
     """sum_o g[t, o] w[o, j]: g (..., T, O), w (..., O, D) -> (..., T, D); see ``_apply``."""
     if g.shape[-2] == 1:
@@ -80,13 +105,16 @@ def _back(g, w):
 
 def _outer_products(pairs):
     """[sum_t g[t, o] z[t, j] for (g, z) in pairs], g (..., T, O), z (..., T, D) -> (..., O, D),
-    as one matrix product blockdiag(g_1^T, ..., g_K^T) [z_1; ...; z_K] of shape (K O, D).
+    as one matrix product blockdiag(g_1^T, ..., g_K^T) [z_1; ...; z_K] of shape (K O, D)
+    (the off-diagonal blocks are exact zeros, so each entry is the plain sum over t whatever
+    the batch size).
 
-    One product for all the weight gradients of a layer: a genuine matrix product is computed
-    once, where elementwise outer products (T = 1) would be recomputed by the compiler inside
-    every consumer (new mean, new variance, acceptance count). The off-diagonal blocks are
-    exact zeros, so each entry is the plain sum over t whatever the batch size.
+    For one point (T = 1, the filter) plain elementwise outer products, which the compiler
+    fuses into the weight update (``updates.adf_update``): a matrix product there went to a
+    YNNPACK kernel whose call cost more than the update itself.
     """
+    if pairs[0][0].shape[-2] == 1:
+        return [g[..., 0, :, None] * z[..., 0, None, :] for g, z in pairs]
     k = len(pairs)
     g_t = [jnp.swapaxes(g, -1, -2) for g, _ in pairs]
     zero = jnp.zeros_like(g_t[0])
@@ -122,11 +150,8 @@ def forward(means, variances, x, keep: bool = False):
         zm1, zv1 = _with_bias(zm, zv)
         fan_in = m.shape[-1]
         second = zm1 * zm1 + zv1
-        mu = _apply(zm1, m) / np.sqrt(fan_in)
-        if layer == 0:  # the inputs are known exactly: zv = 0
-            tau = _apply(second, v) / fan_in
-        else:
-            tau = (_apply(zv1, m * m) + _apply(second, v)) / fan_in
+        mu, tau = _unit_moments(zm1, zv1, second, m, v, exact_inputs=layer == 0)
+        mu, tau = mu / np.sqrt(fan_in), tau / fan_in
         if layer == n_layers - 1:
             if keep:
                 cache.append((zm1, zv1, second, None))
