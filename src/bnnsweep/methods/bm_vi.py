@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
-from ..datasets.boltzmann_tasks import ensemble_machines
+from ..datasets.boltzmann_tasks import DATA_MODEL, ensemble_machines
 from ..engines.boltzmann import (
     JOINT_INITS,
     fit_boltzmann,
@@ -458,14 +458,20 @@ def work(s: BMSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -
     per pair of mixture components. Inference: n_train machines at once, each (annealing
     steps + max_sweeps) sweeps. Learning: per iteration and phase the same number of sweeps
     over ``runs`` machines and the patterns. The units are estimated from ``n_weights`` (the
-    width of x and y, as jobsize counts a linear model) and the hidden layers: an estimate,
-    checked against the measured cells (thesis_bm.yaml), not a proof of a bound."""
+    width of x and y, as jobsize counts a linear model) and the hidden units. Density
+    learning (no y) prices its phases apart: the clamped phase sweeps only the hidden units
+    of every pattern with one component, the joint all units of one joint with M. An
+    estimate, checked against the measured cells (thesis_bm.yaml), not a proof of a bound."""
     sweeps = len(s.schedule()) - 1 + s.max_sweeps
     mixture = s.components**2  # a mixture sweep touches every pair of components
     if s.kind == "inference":
         return Work(sweeps, call_s=SWEEP_S_PER_UNIT * 16 * mixture * max(n_train, 1) / 100)
     hidden = s.grid_hidden if s.architecture == "grid" else s.hidden_layers * s.layer_size
     units = 2 * n_weights + hidden + 16
+    if n_out == 0:
+        clamped = max(hidden, 1) * max(1.0, s.runs * n_train / 100)
+        joint = units * mixture * max(1.0, s.runs / 100)
+        return Work(sweeps * s.iterations, call_s=SWEEP_S_PER_UNIT * (clamped + joint))
     per_sweep = SWEEP_S_PER_UNIT * units * mixture * max(1.0, s.runs * n_train / 100)
     return Work(2 * sweeps * s.iterations, call_s=per_sweep)
 
@@ -481,6 +487,7 @@ register(
         "gradient ascent on F = L+ - L- (kind learning; q_family exact: the enumerated "
         "gradient)",
         tasks=lambda settings: (KINDS[settings.kind],),
+        models=(DATA_MODEL,),
         work=work,
     )
 )
