@@ -39,13 +39,13 @@ Two kinds of cell (setting ``kind``):
     of fig. 4.5. Traces over ``iteration`` and ``restart``: F (``objective``), patterns with
     F > 0, Galland's output error 4.27 and largest output gap (supervised), and, when
     enumerating the joint is cheap (``ENUMERATION_BUDGET``), the exact log-likelihood,
-    KL(data || model) (density tasks); when enumerating is cheap or the paths are small
-    (``PATH_BUDGET``), the parameters (``weight_path`` over pairs, ``bias_path`` over units)
-    and the joint's component means and ln mixing weights (``joint_means`` over
-    joint_pattern, component and unit: the mean-field parameters of figs. 4.6 and 4.9;
-    ``joint_log_mixing`` over joint_pattern and component). With ``stop_within``,
-    ``iterations_to_converge`` (restart) is
-    the number of weight updates before the stopping rule held (NaN if it never did).
+    KL(data || model) (density tasks); when enumerating is cheap, or for density learning
+    when the paths are small (``PATH_BUDGET``), the parameters (``weight_path`` over pairs,
+    ``bias_path`` over units) and the joint's component means and ln mixing weights
+    (``joint_means`` over joint_pattern, component and unit: the mean-field parameters of
+    figs. 4.6 and 4.9; ``joint_log_mixing`` over joint_pattern and component). With
+    ``stop_within``, ``iterations_to_converge`` (restart) is the number of weight updates
+    before the stopping rule held (NaN if it never did).
     ``log_evidence`` is the mean over restarts of the final F (kind ``approximation``: not a
     bound), or of the exact log-likelihood for
     ``q_family: exact`` (kind ``exact``).
@@ -91,9 +91,9 @@ INIT_WEIGHTS = ("uniform", "normal")
 ARCHITECTURES = ("layered", "grid")
 CLAMPED_INITS = ("zero", "previous", "joint")
 ANNEAL_JOINT = ("auto", "always")
-PATH_BUDGET = 2e7
-"""A learning cell keeps the parameter and joint-mean paths (per iteration) when they hold at
-most this many numbers, even when it cannot enumerate."""
+PATH_BUDGET = 2e6
+"""A density-learning cell keeps the parameter and joint-mean paths (per iteration) when they
+hold at most this many numbers, even when it cannot enumerate (the digits: about 1e6)."""
 ENUMERATION_BUDGET = 1e7
 """A learning cell also enumerates (exact log-likelihood, KL(data || model) and the
 parameter paths at every iteration) when states x joint patterns x runs x units^2 of the
@@ -319,7 +319,7 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
     task = learning_task(split, s)
     w0, b0 = initial_machines(task, s)
     enumerable = task.enumeration_cost(s.runs) <= ENUMERATION_BUDGET
-    keep_path = enumerable or task.path_size(s) <= PATH_BUDGET
+    keep_path = enumerable or (not task.supervised and task.path_size(s) <= PATH_BUDGET)
     minus = task.minus_clamped if task.supervised else None
     start = time.process_time()
     if s.q_family == "exact" and not enumerable:

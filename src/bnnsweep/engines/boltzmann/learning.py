@@ -96,8 +96,9 @@ def fit_boltzmann(
     """Gradient ascent on F for K machines at once (weights (K, n, n), biases (K, n)).
 
     ``plus_init`` starts the clamped phase from zero at every iteration, from its previous
-    state or from the joint's expectations (module docstring). ``data`` (P, len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a
-    subset of ``plus_clamped``: the inputs of a supervised task) are clamped in the joint too;
+    state or from the joint's expectations (module docstring). ``data`` (P,
+    len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a subset of
+    ``plus_clamped``: the inputs of a supervised task) are clamped in the joint too;
     the others in ``plus_clamped`` are outputs, scored by 4.27 and by ``stop_within`` (stop
     when every output mean is within it of its target, Galland's 0.2). ``components`` is M
     of the joint's mixture (``q_minus="mixture"``); the clamped phase uses one component
