@@ -170,8 +170,8 @@ def bm_digits_cost(ds: xr.Dataset) -> Figure:
     summary = digits_summary(ds).set_index("label")
     palette = method_palette(runs["label"])
     with style():
-        fig = new_figure(13.0, 5.0)
-        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
+        fig = new_figure(15.0, 5.5)
+        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 0.8]})
         handles = []
         for x, (label, group) in enumerate(runs.groupby("label", sort=True)):
             r = int(group["run"].iloc[0])
@@ -200,7 +200,7 @@ def bm_digits_cost(ds: xr.Dataset) -> Figure:
         outside_legend(left, handles, title="q family (medians over runs)")
         labels = sorted(runs["label"].unique())
         right.set_xticks(range(len(labels)))
-        right.set_xticklabels(labels, fontsize=7, rotation=12)
+        right.set_xticklabels(labels, fontsize=7, rotation=25, ha="right")
         right.set_ylabel(f"mean |F/N change| per iteration after {SETTLE}")
         right.set_title("instability per run", fontsize="small")
         fig.suptitle(f"{title}\n{COST_STATEMENT}\n{STAND_IN_NOTE}", fontsize="small")
