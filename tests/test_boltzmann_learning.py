@@ -223,7 +223,7 @@ def test_exact_records_and_bad_settings():
     with pytest.raises(ValueError, match="joint_init"):
         fit_boltzmann(w, b, mask, data, [0, 1], joint_init="warm")
     with pytest.raises(ValueError, match="plus_init"):
-        fit_boltzmann(w, b, mask, data, [0, 1], plus_init="joint")
+        fit_boltzmann(w, b, mask, data, [0, 1], plus_init="warm")
     with pytest.raises(ValueError, match="conditional"):
         fit_boltzmann(w, b, mask, data, [0, 1], joint_init="conditional")
     plus = run_phase(w, b, [0, 1], data, initial_state(phase_machine(w, b, [0, 1], data), 1), "mf")

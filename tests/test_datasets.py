@@ -57,8 +57,9 @@ OTHER_SHAPES = {
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",
             "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class")  # fmt: skip
 # data of the thesis's other models (chs. 1-4, 6.5), tested beside their methods
-THESIS_SETS = ("bars_4x4", "bm_random_10", "bm_two_point", "crabs_ripley", "galland_6bit",
-               "ica_images", "ica_toy", "pima_ripley", "sbn_random_246", "thesis_ch1")  # fmt: skip
+THESIS_SETS = ("bars_4x4", "bm_random_10", "bm_two_point", "crabs_ripley", "digits_binary",
+               "galland_6bit", "ica_images", "ica_toy", "pima_ripley", "sbn_random_246",
+               "thesis_ch1")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -286,6 +286,12 @@ def expand(config: dict) -> list[Cell]:
                         f"{' or '.join(tasks)} data, but dataset {ds!r} is a {task} task"
                         + (" (choose a matching 'likelihood')" if method.tasks else "")
                     )
+                model = datasets.describe(ds).get("model")
+                if model and method.models and model not in method.models:
+                    raise ConfigError(
+                        f"config key {where!r}: dataset {ds!r} holds {model} data, but method "
+                        f"{method.name!r} fits {' or '.join(method.models)} data only"
+                    )
             unused = [a for a in AXES if a in entry and a not in method.axes]
             if unused:
                 raise ConfigError(

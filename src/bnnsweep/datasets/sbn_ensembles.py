@@ -28,6 +28,8 @@ from .registry import register
 SBN_LAYERS = (2, 4, 6)
 SBN_SEED = 20150
 SPANS = tuple(0.5 * k for k in range(1, 9))
+DATA_MODEL = "sigmoid_belief"
+"""Metadata ``model`` of these sets (0/1 units): ``bm_vi`` is refused them at validation."""
 NETS_PER_SPAN = 1000
 NETS_FIG_2_4 = 5000
 BARS_SEED = 20151
@@ -79,6 +81,7 @@ def network_ensemble_rows(
             f"({SBN_SEED}, 10 W, K). No targets, no test points."
         ),
         "task": "network_ensemble",
+        "model": DATA_MODEL,
         "error_measure": "relative error |ln P(V) - bound| / |ln P(V)|, mean over networks",
         "layer_sizes": list(SBN_LAYERS),
         "seed": SBN_SEED,
@@ -110,6 +113,7 @@ def sbn_random_246() -> dict:
             "16 pixels in {0, 1}. No targets."
         ),
         "task": "binary_density",
+        "model": DATA_MODEL,
         "error_measure": "exact log-likelihood per pattern (nats) of the learned network",
         "entropy_nats": bars_entropy(4),
         "seed": BARS_SEED,

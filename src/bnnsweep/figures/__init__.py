@@ -49,6 +49,10 @@
 ``bm_toy_learning``
     Boltzmann machines on the two-unit toy: KL(data || model), weight and biases against
     iteration for mean field, mixture and exact learning (figs. 4.5-4.6)
+``bm_digits_cost``, ``bm_digits_joint_means``
+    Boltzmann machines on 8x8 binary digits (stand-in data): F per pattern against
+    iteration, and the joint's visible means per iteration and component with their mode
+    hopping, mean field against a mixture of 10 (figs. 4.8-4.9)
 ``ltu_error_table``
     linear threshold units: average and best test-error counts over the grid, the
     validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
@@ -85,6 +89,7 @@ from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_softmax import adf_samples_loglik, adf_softmax_approximation
 from .adf_uci_table import adf_uci_table
 from .bm_correlation import bm_correlation_error
+from .bm_digits import bm_digits_cost, bm_digits_joint_means
 from .bm_learning import bm_galland_iterations, bm_toy_learning
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
@@ -124,6 +129,8 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "bm_correlation_error": (bm_correlation_error, ".png"),
     "bm_galland_iterations": (bm_galland_iterations, ".png"),
     "bm_toy_learning": (bm_toy_learning, ".png"),
+    "bm_digits_cost": (bm_digits_cost, ".png"),
+    "bm_digits_joint_means": (bm_digits_joint_means, ".png"),
     "ltu_error_table": (ltu_error_table, ".png"),
     "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
     "sbn_error_histograms": (sbn_error_histograms, ".png"),
@@ -141,6 +148,8 @@ __all__ = [
     "adf_toy_classification",
     "adf_uci_table",
     "bm_correlation_error",
+    "bm_digits_cost",
+    "bm_digits_joint_means",
     "bm_galland_iterations",
     "bm_toy_learning",
     "chaining_diagnostics",

@@ -75,6 +75,10 @@ class Method:
     fit_many: Callable | None = None
     # tasks(settings) -> dataset tasks the method can fit (default: regression only)
     tasks: Callable | None = None
+    # the data models it fits (dataset metadata ``model``, where a task is shared by the data
+    # of several models, e.g. binary_density by sigmoid belief nets and Boltzmann machines);
+    # empty: any
+    models: tuple[str, ...] = ()
     work: Callable[..., Work | None] = dataclasses.field(kw_only=True)
 
     def accepted_tasks(self, settings) -> tuple[str, ...]:

@@ -20,23 +20,32 @@ Two kinds of cell (setting ``kind``):
     their density ln P(V) (visible units fully connected, or layered with
     ``hidden_layers`` layers of ``layer_size`` hidden units); with them it learns
     ln P(y | x) (Galland's association task: inputs, ``hidden_layers`` layers, outputs,
-    adjacent layers fully connected; x clamped in both phases, y in the clamped one). ``runs``
+    adjacent layers fully connected; x clamped in both phases, y in the clamped one). With
+    ``architecture: grid`` (density only, the digits machine of figs. 4.8-4.9) the visible
+    units are a square grid, each linked to its 8 neighbours, plus ``grid_hidden`` hidden
+    units linked to every unit (``models.boltzmann.grid_neighbourhood_mask``). ``runs``
     machines are started from ``init_seed`` (the same machines for every q family and start,
     so that they can be compared run by run) and trained by gradient ascent on
     F = L+ - L- (4.12, gradients 4.15/4.25) for ``iterations`` steps, or until every output
     mean is within ``stop_within`` of its target (Galland's 0.2; 0 = no such rule). The
-    clamped phase is mean field, started from zero and annealed through the schedule; the
-    joint phase is the q family, started as ``joint_init`` says and annealed through the
-    schedule only when it starts from zero (annealing from a high temperature would wash out
-    a ``conditional`` or ``previous`` start). ``q_family: exact`` is learning on the exact
+    clamped phase is mean field, annealed through the schedule and started as
+    ``clamped_init`` says: from zero, from its previous state, or (``joint``, the digits
+    experiment) from the hidden units' expectations under the joint; the joint phase is the
+    q family, started as ``joint_init`` says and annealed through the schedule when it starts
+    from zero or when ``anneal_joint: always`` (the digits experiment; by default,
+    ``auto``, a ``conditional`` or ``previous`` start is not annealed, which would wash
+    it out). ``q_family: exact`` is learning on the exact
     gradient by enumeration (``engines.boltzmann.fit_boltzmann_exact``), the reference curve
     of fig. 4.5. Traces over ``iteration`` and ``restart``: F (``objective``), patterns with
     F > 0, Galland's output error 4.27 and largest output gap (supervised), and, when
     enumerating the joint is cheap (``ENUMERATION_BUDGET``), the exact log-likelihood,
-    KL(data || model) (density tasks), the parameters (``weight_path`` over pairs,
-    ``bias_path`` over units) and the joint's component means (``joint_means`` over
-    joint_pattern, component and unit: fig. 4.6's mean-field parameters). With ``stop_within``, ``iterations_to_converge`` (restart) is
-    the number of weight updates before the stopping rule held (NaN if it never did).
+    KL(data || model) (density tasks); when enumerating is cheap, or for density learning
+    when the paths are small (``PATH_BUDGET``), the parameters (``weight_path`` over pairs,
+    ``bias_path`` over units) and the joint's component means and ln mixing weights
+    (``joint_means`` over joint_pattern, component and unit: the mean-field parameters of
+    figs. 4.6 and 4.9; ``joint_log_mixing`` over joint_pattern and component). With
+    ``stop_within``, ``iterations_to_converge`` (restart) is the number of weight updates
+    before the stopping rule held (NaN if it never did).
     ``log_evidence`` is the mean over restarts of the final F (kind ``approximation``: not a
     bound), or of the exact log-likelihood for
     ``q_family: exact`` (kind ``exact``).
@@ -55,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
-from ..datasets.boltzmann_tasks import ensemble_machines
+from ..datasets.boltzmann_tasks import DATA_MODEL, ensemble_machines
 from ..engines.boltzmann import (
     JOINT_INITS,
     fit_boltzmann,
@@ -67,6 +76,7 @@ from ..method_base import FitResult, check_choice, check_positive
 from ..models.boltzmann import (
     empirical_kl,
     fully_connected_mask,
+    grid_neighbourhood_mask,
     layered_mask,
     random_machines,
     symmetric_weights,
@@ -78,6 +88,12 @@ Q_FAMILIES = {"mean_field": "mf", "mixture": "mixture", "exact": None}
 """The q_family values and the engine's name of each (exact: enumeration, no q)."""
 KINDS = {"inference": "network_ensemble", "learning": "binary_density"}
 INIT_WEIGHTS = ("uniform", "normal")
+ARCHITECTURES = ("layered", "grid")
+CLAMPED_INITS = ("zero", "previous", "joint")
+ANNEAL_JOINT = ("auto", "always")
+PATH_BUDGET = 2e6
+"""A density-learning cell keeps the parameter and joint-mean paths (per iteration) when they
+hold at most this many numbers, even when it cannot enumerate (the digits: about 1e6)."""
 ENUMERATION_BUDGET = 1e7
 """A learning cell also enumerates (exact log-likelihood, KL(data || model) and the
 parameter paths at every iteration) when states x joint patterns x runs x units^2 of the
@@ -114,12 +130,28 @@ class BMSettings:
     init_seed: int = 0
     hidden_layers: int = 0
     layer_size: int = 6
+    architecture: str = "layered"
+    grid_hidden: int = 10
+    clamped_init: str = "zero"
+    anneal_joint: str = "auto"
 
     def validate(self) -> None:
         check_choice("kind", self.kind, tuple(KINDS))
         check_choice("q_family", self.q_family, tuple(Q_FAMILIES))
         check_choice("joint_init", self.joint_init, JOINT_INITS)
         check_choice("init_weights", self.init_weights, INIT_WEIGHTS)
+        check_choice("architecture", self.architecture, ARCHITECTURES)
+        check_choice("clamped_init", self.clamped_init, CLAMPED_INITS)
+        check_choice("anneal_joint", self.anneal_joint, ANNEAL_JOINT)
+        check_positive("grid_hidden", self.grid_hidden, allow_zero=True)
+        if self.architecture == "grid" and self.hidden_layers:
+            raise ValueError(
+                "architecture 'grid' has its own hidden units (grid_hidden); set hidden_layers 0"
+            )
+        if self.clamped_init == "joint" and self.joint_init == "conditional":
+            raise ValueError(
+                "clamped_init 'joint' and joint_init 'conditional' each start from the other"
+            )
         check_positive("components", self.components)
         if self.q_family != "mixture" and self.components != 1:
             raise ValueError(
@@ -235,6 +267,13 @@ class LearningTask:
         patterns = self.data.shape[0] if self.supervised else 1
         return 2.0 ** (n - self.minus_clamped.size) * patterns * runs * n * n
 
+    def path_size(self, s: BMSettings) -> float:
+        """Numbers in the stored paths: weights, biases and the joint's component means."""
+        n = self.mask.shape[0]
+        patterns = self.data.shape[0] if self.supervised else 1
+        per_iteration = n * n + n + patterns * s.components * (n + 1)
+        return (s.iterations + 1) * s.runs * per_iteration
+
 
 def learning_task(split: Split, s: BMSettings) -> LearningTask:
     x, y = split.x_train, split.y_train
@@ -244,7 +283,15 @@ def learning_task(split: Split, s: BMSettings) -> LearningTask:
     n_x, n_y = x.shape[1], y.shape[1]
     hidden = [s.layer_size] * s.hidden_layers
     supervised = n_y > 0
-    if supervised:
+    if s.architecture == "grid":
+        side = int(round(np.sqrt(n_x)))
+        if supervised or side * side != n_x:
+            raise ValueError(
+                "architecture 'grid' learns the density of square images: x_train needs a "
+                f"square number of columns and y_train none, got {n_x} and {n_y}"
+            )
+        mask = grid_neighbourhood_mask(side, side, s.grid_hidden)
+    elif supervised:
         mask = layered_mask([n_x, *hidden, n_y])
     elif hidden:
         mask = layered_mask([n_x, *hidden])
@@ -272,8 +319,14 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
     task = learning_task(split, s)
     w0, b0 = initial_machines(task, s)
     enumerable = task.enumeration_cost(s.runs) <= ENUMERATION_BUDGET
+    keep_path = enumerable or (not task.supervised and task.path_size(s) <= PATH_BUDGET)
     minus = task.minus_clamped if task.supervised else None
     start = time.process_time()
+    if s.q_family == "exact" and not enumerable:
+        raise ValueError(
+            f"q_family 'exact' enumerates the joint: a machine of {task.mask.shape[0]} units is "
+            "too large"
+        )
     if s.q_family == "exact":
         hist = fit_boltzmann_exact(
             w0,
@@ -299,8 +352,11 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
             q_minus=Q_FAMILIES[s.q_family],
             components=s.components,
             joint_init=s.joint_init,
+            plus_init=s.clamped_init,
             temperatures=schedule,
-            joint_temperatures=schedule if s.joint_init == "zero" else (1.0,),
+            joint_temperatures=schedule
+            if s.joint_init == "zero" or s.anneal_joint == "always"
+            else (1.0,),
             damping=s.damping,
             sweeps_per_temperature=s.sweeps_per_temperature,
             max_sweeps=s.max_sweeps,
@@ -311,7 +367,7 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
             smoothing_spread=s.smoothing_spread,
             exact=enumerable,
             stop_within=s.stop_within if s.stop_within > 0 else None,
-            keep_path=enumerable,
+            keep_path=keep_path,
         )
     done = len(hist.objective)
     it = ("iteration", "restart")
@@ -323,6 +379,7 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
         traces["max_output_gap"] = (it, hist.max_output_gap)
     if enumerable:
         traces["exact_log_likelihood"] = (it, hist.exact_log_likelihood)
+    if keep_path:
         w_path, b_path = hist.weight_path[:done], hist.bias_path[:done]
         traces["weight_path"] = (
             ("iteration", "restart", "pair"),
@@ -332,14 +389,15 @@ def fit_learning(split: Split, s: BMSettings, rng: np.random.Generator, log) -> 
         if s.q_family != "exact":  # the joint's component means (fig. 4.6), (I, K, P-, M, n)
             dims = ("iteration", "restart", "joint_pattern", "component", "unit")
             traces["joint_means"] = (dims, hist.joint_means_path[:done])
-        if not task.supervised:
-            kl = np.array(
-                [
-                    empirical_kl(w, b, task.plus_clamped, task.data)
-                    for w, b in zip(w_path, b_path, strict=True)
-                ]
-            )
-            traces["kl_data_model"] = (it, kl)
+            traces["joint_log_mixing"] = (dims[:-1], hist.joint_log_mixing_path[:done])
+    if enumerable and not task.supervised:  # enumerable implies keep_path
+        kl = np.array(
+            [
+                empirical_kl(w, b, task.plus_clamped, task.data)
+                for w, b in zip(w_path, b_path, strict=True)
+            ]
+        )
+        traces["kl_data_model"] = (it, kl)
     converged = np.where(hist.converged_at >= 0, hist.converged_at, np.nan).astype(float)
     if s.stop_within > 0:
         traces["iterations_to_converge"] = (("restart",), converged)
@@ -400,13 +458,20 @@ def work(s: BMSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -
     per pair of mixture components. Inference: n_train machines at once, each (annealing
     steps + max_sweeps) sweeps. Learning: per iteration and phase the same number of sweeps
     over ``runs`` machines and the patterns. The units are estimated from ``n_weights`` (the
-    width of x and y, as jobsize counts a linear model) and the hidden layers: an estimate,
-    checked against the measured cells (thesis_bm.yaml), not a proof of a bound."""
+    width of x and y, as jobsize counts a linear model) and the hidden units. Density
+    learning (no y) prices its phases apart: the clamped phase sweeps only the hidden units
+    of every pattern with one component, the joint all units of one joint with M. An
+    estimate, checked against the measured cells (thesis_bm.yaml), not a proof of a bound."""
     sweeps = len(s.schedule()) - 1 + s.max_sweeps
     mixture = s.components**2  # a mixture sweep touches every pair of components
     if s.kind == "inference":
         return Work(sweeps, call_s=SWEEP_S_PER_UNIT * 16 * mixture * max(n_train, 1) / 100)
-    units = 2 * n_weights + s.hidden_layers * s.layer_size + 16
+    hidden = s.grid_hidden if s.architecture == "grid" else s.hidden_layers * s.layer_size
+    units = 2 * n_weights + hidden + 16
+    if n_out == 0:
+        clamped = max(hidden, 1) * max(1.0, s.runs * n_train / 100)
+        joint = units * mixture * max(1.0, s.runs / 100)
+        return Work(sweeps * s.iterations, call_s=SWEEP_S_PER_UNIT * (clamped + joint))
     per_sweep = SWEEP_S_PER_UNIT * units * mixture * max(1.0, s.runs * n_train / 100)
     return Work(2 * sweeps * s.iterations, call_s=per_sweep)
 
@@ -422,6 +487,7 @@ register(
         "gradient ascent on F = L+ - L- (kind learning; q_family exact: the enumerated "
         "gradient)",
         tasks=lambda settings: (KINDS[settings.kind],),
+        models=(DATA_MODEL,),
         work=work,
     )
 )

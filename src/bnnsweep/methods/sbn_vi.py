@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets.base import Split
+from ..datasets.sbn_ensembles import DATA_MODEL
 from ..method_base import FitResult, check_choice, check_positive
 from ..models.sigmoid_belief import (
     LayeredSBN,
@@ -393,6 +394,7 @@ register(
         "on ln P(V) for ensembles of random nets against enumeration, and learning by "
         "gradient ascent on the bound with the exact log-likelihood of the learned nets",
         tasks=accepted_tasks,
+        models=(DATA_MODEL,),
         work=work,
     )
 )

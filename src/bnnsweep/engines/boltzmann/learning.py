@@ -12,6 +12,12 @@ starts from
   that clamps something (one joint per pattern);
 - ``previous``: the joint phase's state at the previous iteration (warm start, figs. 4.5, 4.8).
 
+The clamped phase (``plus_init``) starts from zero, from its own previous state, or from the
+joint: its free (hidden) units at their expectations under this iteration's joint,
+<s_i>- = sum_m Q(m) mu_mi (the digits experiment, §4.5.2: "the conditional approximation
+parameters <s_H>+ were then initialised with the expected states under the joint"); the
+joint phase then runs first.
+
 F > 0 marks an inconsistent joint (fig. 4.1) and is counted per iteration.
 """
 
@@ -29,10 +35,10 @@ from .objective import (
     output_cross_entropy,
     variational_gradient,
 )
-from .phases import initial_state, phase_machine, phase_moments, run_phase
+from .phases import PhaseResult, initial_state, phase_machine, phase_moments, run_phase
 
 JOINT_INITS = ("zero", "conditional", "previous")
-PLUS_INITS = ("zero", "previous")
+PLUS_INITS = ("zero", "previous", "joint")
 
 
 class LearningHistory(NamedTuple):
@@ -52,6 +58,8 @@ class LearningHistory(NamedTuple):
     # (I, K, P-, M, n) the joint's component means at each iteration (fig. 4.6's mean-field
     # parameters) if keep_path, else empty; P- = 1 when the joint clamps nothing
     joint_means_path: np.ndarray = np.zeros((0, 0, 0, 0, 0))
+    # (I, K, P-, M) the joint's ln Q(m) at each iteration if keep_path, else empty
+    joint_log_mixing_path: np.ndarray = np.zeros((0, 0, 0, 0))
 
 
 def _columns(plus_clamped, units) -> list[int]:
@@ -87,9 +95,10 @@ def fit_boltzmann(
 ) -> LearningHistory:
     """Gradient ascent on F for K machines at once (weights (K, n, n), biases (K, n)).
 
-    ``plus_init`` starts the clamped phase from zero at every iteration or from its previous
-    state. ``data`` (P, len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a
-    subset of ``plus_clamped``: the inputs of a supervised task) are clamped in the joint too;
+    ``plus_init`` starts the clamped phase from zero at every iteration, from its previous
+    state or from the joint's expectations (module docstring). ``data`` (P,
+    len(plus_clamped)) are the values of the clamped units; ``minus_clamped`` (a subset of
+    ``plus_clamped``: the inputs of a supervised task) are clamped in the joint too;
     the others in ``plus_clamped`` are outputs, scored by 4.27 and by ``stop_within`` (stop
     when every output mean is within it of its target, Galland's 0.2). ``components`` is M
     of the joint's mixture (``q_minus="mixture"``); the clamped phase uses one component
@@ -116,9 +125,12 @@ def fit_boltzmann(
     targets = data[:, _columns(plus_clamped, outputs)]
     if joint_init == "conditional" and minus_clamped.size == 0:
         raise ValueError("joint_init='conditional' needs a joint clamped per pattern")
+    if joint_init == "conditional" and plus_init == "joint":
+        raise ValueError("joint_init 'conditional' and plus_init 'joint' each need the other first")
     m_plus = components if q_plus == "mixture" else 1
     m_minus = components if q_minus == "mixture" else 1
     free_minus, _ = free_and_clamped(n, minus_clamped)
+    plus_free, _ = free_and_clamped(n, plus_clamped)
     p_minus = p if minus_clamped.size else 1
 
     plus_machine = phase_machine(w, b, plus_clamped, data)
@@ -128,7 +140,7 @@ def fit_boltzmann(
 
     rec = {key: np.full((iterations, k), np.nan) for key in ("f", "inc", "ll", "err", "gap")}
     converged = np.full(k, -1)
-    w_path, b_path, joint_path = [w.copy()], [b.copy()], []
+    w_path, b_path, joint_path, mixing_path = [w.copy()], [b.copy()], [], []
     settings = dict(
         temperatures=temperatures,
         damping=damping,
@@ -137,20 +149,28 @@ def fit_boltzmann(
         tol=tol,
     )
     done_at = iterations
-    for it in range(iterations):
+
+    def clamped_phase(joint: PhaseResult | None) -> PhaseResult:
+        state = plus_state
         if plus_init == "zero":
-            plus_state = initial_state(
-                plus_machine, m_plus, rng=rng, smoothing_spread=smoothing_spread
+            state = initial_state(plus_machine, m_plus, rng=rng, smoothing_spread=smoothing_spread)
+        elif plus_init == "joint":  # the free units' joint expectations <s_i>-, every pattern
+            joint_means, _ = phase_moments(joint)  # (K, P-, n)
+            start = np.broadcast_to(joint_means[..., plus_free], (k, p, plus_free.size))
+            state = initial_state(
+                plus_machine, m_plus, start_means=start, rng=rng, smoothing_spread=smoothing_spread
             )
-        plus = run_phase(w, b, plus_clamped, data, plus_state, q_plus, **settings)
-        plus_state = plus.free_state
+        return run_phase(w, b, plus_clamped, data, state, q_plus, **settings)
+
+    def joint_phase(plus: PhaseResult | None) -> PhaseResult:
+        state = minus_state
         if joint_init == "zero":
-            minus_state = initial_state(
+            state = initial_state(
                 minus_machine, m_minus, rng=rng, smoothing_spread=smoothing_spread
             )
         elif joint_init == "conditional":
             plus_means, _ = phase_moments(plus)  # (K, P, n) with targets on the outputs
-            minus_state = initial_state(
+            state = initial_state(
                 minus_machine,
                 m_minus,
                 start_means=plus_means[..., free_minus],
@@ -160,10 +180,19 @@ def fit_boltzmann(
         minus_settings = dict(settings)
         if joint_temperatures is not None:
             minus_settings["temperatures"] = joint_temperatures
-        minus = run_phase(w, b, minus_clamped, minus_values, minus_state, q_minus, **minus_settings)
-        minus_state = minus.free_state
+        return run_phase(w, b, minus_clamped, minus_values, state, q_minus, **minus_settings)
+
+    for it in range(iterations):
+        if plus_init == "joint":  # the joint first: the clamped phase starts from it
+            minus = joint_phase(None)
+            plus = clamped_phase(minus)
+        else:
+            plus = clamped_phase(None)
+            minus = joint_phase(plus)
+        plus_state, minus_state = plus.free_state, minus.free_state
         if keep_path:
             joint_path.append(minus.means.copy())
+            mixing_path.append(minus.log_mixing.copy())
         per_pattern = approximate_log_likelihood(plus, minus)
         rec["f"][it] = per_pattern.sum(1)
         rec["inc"][it] = inconsistent_joint(per_pattern).sum(1)
@@ -205,6 +234,7 @@ def fit_boltzmann(
         np.array(b_path) if keep_path else np.zeros((0, k, n)),
         time.process_time() - start,
         np.array(joint_path) if keep_path else np.zeros((0, k, p_minus, m_minus, n)),
+        np.array(mixing_path) if keep_path else np.zeros((0, k, p_minus, m_minus)),
     )
 
 
