@@ -155,7 +155,15 @@ def update_smoothing(q, mu_hidden, r, lam, j: int) -> tuple[jnp.ndarray, jnp.nda
     # exp(-700/H) times its larger entry, so that every overlap pi (a product of H factors,
     # each >= the smaller normalised entry) stays above exp(-700) and lambda finite
     safe = numer > 0
-    new = jnp.where(safe, numer / jnp.where(safe, denom, 1.0), 0.0)
+    direct = numer / jnp.where(safe, denom, 1.0)
+    # a mean within ~1e-300 of 0 or 1 can underflow the denominator to 0 (numer / 0 = inf,
+    # then inf / inf = NaN below): there the same ratio in logarithms
+    log_denom = jnp.log(lam)[..., None] + logsumexp(
+        jnp.log(q)[:, None, :, None] + jnp.log(pi_j)[..., None] + jnp.log(q_h)[:, None, :, :],
+        axis=2,
+    )
+    in_logs = jnp.exp(jnp.log(q)[..., None] + jnp.log(q_h) - log_denom)
+    new = jnp.where(safe, jnp.where(jnp.isfinite(direct), direct, in_logs), 0.0)
     top = jnp.max(new, axis=-1, keepdims=True)
     new = jnp.where(top > 0, jnp.maximum(new, jnp.exp(-700.0 / mu_hidden.shape[-1]) * top), 1.0)
     scale = new.sum(-1)
