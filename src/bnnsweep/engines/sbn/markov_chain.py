@@ -74,6 +74,7 @@ def _row_times(v, a):
     )  # fmt: skip
 
 
+@jax.jit
 def chain_marginals(mu0, mu1):
     """[Q(s_i=0), Q(s_i=1)] = A_i ... A_1 A_0 (eq. 2.42), (B, N+1, 2), row 0 the bias."""
     mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
@@ -84,6 +85,7 @@ def chain_marginals(mu0, mu1):
     return jnp.stack(q, -2)
 
 
+@partial(jax.jit, static_argnames=("n_hidden",))
 def chain_entropy(mu0, mu1, n_hidden: int):
     """S(Q) = sum_i [<s_{i-1}> S(mu_i1) + (1 - <s_{i-1}>) S(mu_i0)] over hidden units (2.50)."""
     mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
@@ -111,6 +113,7 @@ def _entropy_slope(mu):
     return jnp.log1p(-mu) - jnp.log(mu)
 
 
+@jax.jit
 def chain_expected_exp(mu0, mu1, weights, biases, t):
     """<exp(t_i z_i)> = [1 1] prod_{j=N..0} K_ij A_j with K_ij = diag(1, e^{t_i w_ij})
     (eqs. 2.44-2.49; t = -xi gives 2.48, t = 1 - xi gives 2.49), for every unit i.
@@ -165,6 +168,7 @@ def d_expected_exp_dw(weights, biases, t, fwd, bwd):
     return dw, db
 
 
+@jax.jit
 def d_marginals_dmu(mu0, mu1):
     """d<s_i>/dmu_j0, d<s_i>/dmu_j1 (B.3, B.4), each (B, N_i, N_j); zero for j > i."""
     mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
@@ -186,6 +190,7 @@ def d_marginals_dmu(mu0, mu1):
     return lead * q[..., None, :-1, 0], lead * q[..., None, :-1, 1]
 
 
+@partial(jax.jit, static_argnames=("n_hidden",))
 def chain_bound(mu0, mu1, xi, weights, biases, n_hidden: int):
     """L for the Markov-chain Q (2.13 with 2.43, 2.48-2.50): (B,).
 
@@ -199,6 +204,7 @@ def chain_bound(mu0, mu1, xi, weights, biases, n_hidden: int):
     return jnp.sum(m * z - xi * z - jnp.log(e_lo + e_hi), -1) + chain_entropy(mu0, mu1, n_hidden)
 
 
+@partial(jax.jit, static_argnames=("n_hidden",))
 def chain_bound_gradients(mu0, mu1, xi, weights, biases, n_hidden: int):
     """dL/dmu_j0, dL/dmu_j1, dL/dxi_i, dL/dw_ij and dL/dw_i0, assembled from App. B."""
     mu0, mu1, xi, weights, biases = (jnp.asarray(x) for x in (mu0, mu1, xi, weights, biases))
