@@ -7,6 +7,7 @@ from bnnsweep.models.binary_states import all_states
 from bnnsweep.models.sigmoid_belief import (
     LayeredSBN,
     exact_log_marginal,
+    exact_log_marginal_patterns,
     exact_mutual_information,
     exact_posterior,
     log_joint,
@@ -72,3 +73,18 @@ def test_mutual_information_limits():
     np.testing.assert_allclose(
         exact_mutual_information(q, mu), -np.sum(q * np.log(q), -1), atol=1e-12
     )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_log_marginal_of_shared_patterns_equals_the_enumeration(seed):
+    """exact_log_marginal_patterns (visible fields shared by the patterns) against the
+    plain enumeration of ln P(H, V), for a 1-3-5 and a 2-2-3-4 net."""
+    rng = np.random.default_rng(seed)
+    for sizes in ((1, 3, 5), (2, 2, 3, 4)):
+        net = random_layered_sbn(sizes, 3, 2.0, rng)
+        patterns = (rng.random((7, sizes[-1])) < 0.5).astype(float)
+        np.testing.assert_allclose(
+            exact_log_marginal_patterns(net, patterns),
+            exact_log_marginal(net, patterns),
+            rtol=1e-12,
+        )

@@ -46,6 +46,7 @@ from ..method_base import FitResult, check_choice, check_positive
 from ..models.sigmoid_belief import (
     LayeredSBN,
     exact_log_marginal,
+    exact_log_marginal_patterns,
     n_parameters,
     unpack_parameters,
 )
@@ -59,11 +60,14 @@ BOUND_SLACK = 1e-9
 EXACT_CHUNK = 25
 """Patterns enumerated at once (bounds the memory of 2^H states x patterns x restarts)."""
 
-# cost model, measured on one core (2-4-6 nets, 12 units): one coordinate sweep of one
-# network and one component about 1e-4 s, so about 1e-5 s per unit; an L-BFGS-B iteration
-# of the chain about 3e-4 s per network; enumeration about 1e-8 s per multiply-add
-SWEEP_UNIT_S = 1e-5
-CHAIN_ITER_UNIT_S = 3e-5
+# cost model, measured on one core (CPU seconds; JAX-compiled engines, sums over the layered
+# parent blocks only): one coordinate sweep (xi searches, then the means) of one network
+# (or pattern) and one mixture component about 2e-6 s per parent-child pair of the net
+# (2-4-6: 32 pairs, 1-8-16: 136); an L-BFGS-B iteration of the chain (scipy's update of a
+# 250-network problem, about 9 ms, plus the compiled bound and gradient, about 5 ms) about
+# 5e-6 s per unit and network; enumeration about 1e-8 s per multiply-add
+SWEEP_PAIR_S = 2e-6
+CHAIN_ITER_UNIT_S = 5e-6
 ENUMERATE_S = 1e-8
 
 
@@ -186,13 +190,29 @@ def optimise_bounds(
     n_hidden = net.n_hidden
     if s.q_family == "mixture":
         fit = fit_mixture(
-            net.weights, net.biases, visible, s.components, rng, s.max_sweeps, s.tol, s.update
+            net.weights,
+            net.biases,
+            visible,
+            s.components,
+            rng,
+            s.max_sweeps,
+            s.tol,
+            s.update,
+            layer_sizes=sizes,
         )
         log(f"mixture M={s.components}: {fit.sweeps} sweeps")
         return fit.bound, {"sweeps": fit.sweeps}
     mu, xi = _uniform_start(rng, k, 1, sizes)
     mf = fit_mean_field(
-        net.weights, net.biases, visible, mu[:, 0], xi[:, 0], s.max_sweeps, s.tol, s.update
+        net.weights,
+        net.biases,
+        visible,
+        mu[:, 0],
+        xi[:, 0],
+        s.max_sweeps,
+        s.tol,
+        s.update,
+        layer_sizes=sizes,
     )
     log(f"mean field: {mf.sweeps} sweeps")
     if s.q_family == "mean_field":
@@ -272,7 +292,7 @@ def exact_loglik_patterns(weights, biases, sizes, patterns: np.ndarray) -> np.nd
     net = LayeredSBN(sizes, np.asarray(weights), np.asarray(biases))
     return np.concatenate(
         [
-            exact_log_marginal(net, patterns[i : i + EXACT_CHUNK])
+            exact_log_marginal_patterns(net, patterns[i : i + EXACT_CHUNK])
             for i in range(0, len(patterns), EXACT_CHUNK)
         ],
         axis=1,
@@ -367,19 +387,21 @@ def work(s: SBNSettings, n_train: int, n_test: int, n_out: int, n_weights: int) 
     refitted for ``learn_sweeps`` sweeps, and the enumeration of every pattern per epoch."""
     sizes = s.layer_sizes()
     units, hidden = sum(sizes), sum(sizes[:-1])
+    pairs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
     states = 2.0**hidden * units * units
     if n_test == 0:
         seconds = n_train * (
-            SWEEP_UNIT_S * units * s.max_sweeps * s.n_components + ENUMERATE_S * states
+            SWEEP_PAIR_S * pairs * s.max_sweeps * s.n_components + ENUMERATE_S * states
         )
         if s.q_family == "chain":
             seconds += n_train * CHAIN_ITER_UNIT_S * units * s.chain_max_iter
         held = n_train * (s.n_components * units * 4 + 2.0**hidden)
     else:
         steps = s.epochs * math.ceil(n_train / s.batch)
-        seconds = steps * s.restarts * s.batch * SWEEP_UNIT_S * units * (
-            s.learn_sweeps * s.n_components
-        ) + ENUMERATE_S * states * s.restarts * (s.epochs * n_train + n_train + n_test)
+        seconds = (
+            steps * s.restarts * s.batch * SWEEP_PAIR_S * pairs * (s.learn_sweeps * s.n_components)
+            + ENUMERATE_S * states * s.restarts * (s.epochs * n_train + n_train + n_test) / units
+        )
         held = 4 * s.restarts * EXACT_CHUNK * 2.0**hidden * units
     return Work(1, floats_held=held, call_s=seconds)
 

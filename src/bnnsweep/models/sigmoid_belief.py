@@ -150,6 +150,25 @@ def exact_log_marginal(net: LayeredSBN, visible: np.ndarray) -> np.ndarray:
     return logsumexp(lj, axis=-1)
 
 
+def exact_log_marginal_patterns(net: LayeredSBN, patterns: np.ndarray) -> np.ndarray:
+    """ln P(v) of every pattern (P, D) under each net, (K, P): the same sum as
+    ``exact_log_marginal`` (eq. 2.6), arranged for many patterns shared by the nets.
+
+    The visible units' parents are all hidden (the layer above), so their fields z_i(H) do
+    not depend on the pattern: ln P(H, v) = ln P(H) + sum_i [v_i z_i(H) - ln(1 + e^{z_i(H)})]
+    over the visible units, a (P, D) x (D, 2^H) product per net.
+    """
+    if net.n_hidden > MAX_EXACT_HIDDEN:
+        raise ValueError(f"{net.n_hidden} hidden units: too many to enumerate")
+    h = net.n_hidden
+    hidden = all_states(h)
+    log_p_hidden = log_joint(net.weights[:, :h, :h], net.biases[:, :h], hidden)  # (K, S)
+    z_visible = np.einsum("bij,sj->bsi", net.weights[:, h:, :h], hidden) + net.biases[:, None, h:]
+    base = log_p_hidden - softplus(z_visible).sum(-1)
+    v = np.asarray(patterns, dtype=float)
+    return logsumexp(base[:, None, :] + np.einsum("pd,bsd->bps", v, z_visible), axis=-1)
+
+
 def exact_posterior(net: LayeredSBN, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P(H|V) over all hidden states, (K, P, 2**H), with the (2**H, H) states themselves."""
     lj, hidden = _joint_over_hidden(net, visible)

@@ -94,7 +94,16 @@ def learning_step(
     w_rep = jnp.repeat(weights, n_patterns, axis=0)
     b_rep = jnp.repeat(biases, n_patterns, axis=0)
     v = np.asarray(patterns, float).reshape(n_nets * n_patterns, -1)
-    fit = fit_mixture(w_rep, b_rep, v, n_components, rng, max_sweeps=sweeps, tol=tol)
+    fit = fit_mixture(
+        w_rep,
+        b_rep,
+        v,
+        n_components,
+        rng,
+        max_sweeps=sweeps,
+        tol=tol,
+        layer_sizes=tuple(layer_sizes),
+    )
     gw, gb = mixture_weight_gradient(fit.q, fit.mu, fit.xi, w_rep, b_rep)
     layered = jnp.asarray(parent_mask(tuple(layer_sizes)))
     weights = jnp.where(

@@ -28,12 +28,16 @@ finite differences. Corrections to the printed App. B:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, xlogy
 
+from ...jax_runtime import jax, jnp
 from ...models.sigmoid_belief import layer_of_unit
+
+expit = jax.nn.sigmoid
+xlogy = jax.scipy.special.xlogy
 
 _START = np.array([0.0, 1.0])  # A_0: the bias unit s_0 = 1
 
@@ -46,25 +50,47 @@ def tied_units(layer_sizes: tuple[int, ...]) -> np.ndarray:
     return first
 
 
-def transition_matrices(mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
+def transition_matrices(mu0, mu1):
     """A_i = [[1 - mu_i0, 1 - mu_i1], [mu_i0, mu_i1]] (eq. 2.40), (B, N, 2, 2)."""
-    return np.stack([np.stack([1 - mu0, 1 - mu1], -1), np.stack([mu0, mu1], -1)], -2)
+    return jnp.stack([jnp.stack([1 - mu0, 1 - mu1], -1), jnp.stack([mu0, mu1], -1)], -2)
 
 
-def chain_marginals(mu0: np.ndarray, mu1: np.ndarray) -> np.ndarray:
+def _times_column(a, v):
+    """A v for 2 x 2 matrices a (..., 2, 2) and 2-vectors v (..., 2), written out so that
+    it compiles to elementwise arithmetic (a batched dot of 2 x 2 blocks does not)."""
+    return jnp.stack(
+        [a[..., 0, 0] * v[..., 0] + a[..., 0, 1] * v[..., 1],
+         a[..., 1, 0] * v[..., 0] + a[..., 1, 1] * v[..., 1]],
+        -1,
+    )  # fmt: skip
+
+
+def _row_times(v, a):
+    """The row vector v A for 2-vectors v (..., 2) and 2 x 2 matrices a (..., 2, 2)."""
+    return jnp.stack(
+        [v[..., 0] * a[..., 0, 0] + v[..., 1] * a[..., 1, 0],
+         v[..., 0] * a[..., 0, 1] + v[..., 1] * a[..., 1, 1]],
+        -1,
+    )  # fmt: skip
+
+
+@jax.jit
+def chain_marginals(mu0, mu1):
     """[Q(s_i=0), Q(s_i=1)] = A_i ... A_1 A_0 (eq. 2.42), (B, N+1, 2), row 0 the bias."""
+    mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
     a = transition_matrices(mu0, mu1)
-    q = np.empty((*mu0.shape[:-1], mu0.shape[-1] + 1, 2))
-    q[..., 0, :] = _START
+    q = [jnp.broadcast_to(jnp.asarray(_START), (*mu0.shape[:-1], 2))]
     for i in range(mu0.shape[-1]):
-        q[..., i + 1, :] = np.einsum("...ab,...b->...a", a[..., i, :, :], q[..., i, :])
-    return q
+        q.append(_times_column(a[..., i, :, :], q[-1]))
+    return jnp.stack(q, -2)
 
 
-def chain_entropy(mu0: np.ndarray, mu1: np.ndarray, n_hidden: int) -> np.ndarray:
+@partial(jax.jit, static_argnames=("n_hidden",))
+def chain_entropy(mu0, mu1, n_hidden: int):
     """S(Q) = sum_i [<s_{i-1}> S(mu_i1) + (1 - <s_{i-1}>) S(mu_i0)] over hidden units (2.50)."""
+    mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
     prev = chain_marginals(mu0, mu1)[..., :n_hidden, 1]  # <s_{i-1}>, <s_0> = 1
-    return np.sum(
+    return jnp.sum(
         prev * _entropy(mu1[..., :n_hidden]) + (1 - prev) * _entropy(mu0[..., :n_hidden]), -1
     )
 
@@ -83,10 +109,11 @@ def _entropy_slope(mu):
     +-37 or +-708 there instead of +-inf, so that a zero weight (the chain's <s_{i-1}> or
     1 - <s_{i-1}> at 0) gives 0 and not 0 * inf = NaN, and the logit gradient
     dS/dmu * mu (1 - mu) stays 0 at saturation."""
-    mu = np.clip(mu, _MU_FLOOR, _MU_CEIL)
-    return np.log1p(-mu) - np.log(mu)
+    mu = jnp.clip(mu, _MU_FLOOR, _MU_CEIL)
+    return jnp.log1p(-mu) - jnp.log(mu)
 
 
+@jax.jit
 def chain_expected_exp(mu0, mu1, weights, biases, t):
     """<exp(t_i z_i)> = [1 1] prod_{j=N..0} K_ij A_j with K_ij = diag(1, e^{t_i w_ij})
     (eqs. 2.44-2.49; t = -xi gives 2.48, t = 1 - xi gives 2.49), for every unit i.
@@ -95,24 +122,21 @@ def chain_expected_exp(mu0, mu1, weights, biases, t):
     derivatives need: fwd[:, i, j] = K_ij A_j ... K_i0 A_0, bwd[:, i, j] = the row vector
     [1 1] K_iN A_N ... K_i,j+1 A_{j+1}, so that E_i = bwd[:, i, j] . fwd[:, i, j] for all j.
     """
+    mu0, mu1, weights, biases, t = (jnp.asarray(x) for x in (mu0, mu1, weights, biases, t))
     n = mu0.shape[-1]
     a = transition_matrices(mu0, mu1)  # (B, N, 2, 2)
-    kern = np.exp(t[..., :, None] * weights)  # (B, Ni, Nj): the (1,1) entry of K_ij
-    k0 = np.exp(t * biases)
-    shape = (*weights.shape[:-1], n + 1, 2)
-    fwd = np.empty(shape)
-    fwd[..., 0, 0] = 0.0
-    fwd[..., 0, 1] = k0
+    kern = jnp.exp(t[..., :, None] * weights)  # (B, Ni, Nj): the (1,1) entry of K_ij
+    k0 = jnp.exp(t * biases)
+    fwd = [jnp.stack([jnp.zeros_like(k0), k0], -1)]
     for j in range(n):
-        v = np.einsum("...ab,...ib->...ia", a[..., j, :, :], fwd[..., j, :])
-        fwd[..., j + 1, 0] = v[..., 0]
-        fwd[..., j + 1, 1] = v[..., 1] * kern[..., j]
-    bwd = np.empty(shape)
-    bwd[..., n, :] = 1.0
+        v = _times_column(a[..., None, j, :, :], fwd[-1])
+        fwd.append(jnp.stack([v[..., 0], v[..., 1] * kern[..., j]], -1))
+    bwd = [jnp.ones_like(fwd[0])]
     for j in range(n, 0, -1):
-        g = bwd[..., j, :].copy()
-        g[..., 1] *= kern[..., j - 1]
-        bwd[..., j - 1, :] = np.einsum("...ib,...ba->...ia", g, a[..., j - 1, :, :])
+        g = bwd[-1]
+        g = jnp.stack([g[..., 0], g[..., 1] * kern[..., j - 1]], -1)
+        bwd.append(_row_times(g, a[..., None, j - 1, :, :]))
+    fwd, bwd = jnp.stack(fwd, -2), jnp.stack(bwd[::-1], -2)
     return fwd[..., n, :].sum(-1), fwd, bwd
 
 
@@ -131,7 +155,7 @@ def d_expected_exp_dmu(mu0, mu1, weights, t, fwd, bwd):
     dA_j/dmu_j0 = [[-1, 0], [1, 0]], dA_j/dmu_j1 = [[0, -1], [0, 1]]:
     bwd_j . K_ij dA_j fwd_{j-1} = (g_1 e^{t w_ij} - g_0) fwd_{j-1}[s_{j-1}].
     """
-    kern = np.exp(t[..., :, None] * weights)
+    kern = jnp.exp(t[..., :, None] * weights)
     lead = bwd[..., 1:, 1] * kern - bwd[..., 1:, 0]
     return lead * fwd[..., :-1, 0], lead * fwd[..., :-1, 1]
 
@@ -144,59 +168,71 @@ def d_expected_exp_dw(weights, biases, t, fwd, bwd):
     return dw, db
 
 
+@jax.jit
 def d_marginals_dmu(mu0, mu1):
     """d<s_i>/dmu_j0, d<s_i>/dmu_j1 (B.3, B.4), each (B, N_i, N_j); zero for j > i."""
+    mu0, mu1 = jnp.asarray(mu0), jnp.asarray(mu1)
     n = mu0.shape[-1]
     a = transition_matrices(mu0, mu1)
     q = chain_marginals(mu0, mu1)
-    back = np.zeros((*mu0.shape[:-1], n, n, 2))  # back[:, i, j] = [0 1] A_i ... A_{j+1}
-    for i in range(n):
-        back[..., i, i, 1] = 1.0
-        for j in range(i, 0, -1):
-            back[..., i, j - 1, :] = np.einsum(
-                "...b,...ba->...a", back[..., i, j, :], a[..., j, :, :]
-            )
+    # back[:, i, j] = [0 1] A_i ... A_{j+1} (zero for j > i), built for every i at once
+    # from j = N-1 down: column j-1 is column j times A_j below the diagonal
+    rows = np.arange(n)
+    unit = jnp.asarray(np.stack([np.zeros(n), np.ones(n)], -1))  # [0 1] for every i
+    cols = [None] * n
+    cols[n - 1] = jnp.where((rows == n - 1)[:, None], unit, 0.0) * jnp.ones((*mu0.shape[:-1], 1, 1))
+    for j in range(n - 1, 0, -1):
+        carried = _row_times(cols[j], a[..., None, j, :, :])
+        diagonal = (rows == j - 1)[:, None]
+        cols[j - 1] = jnp.where((rows > j - 1)[:, None], carried, jnp.where(diagonal, unit, 0.0))
+    back = jnp.stack(cols, -2)  # (B, Ni, Nj, 2)
     lead = back[..., 1] - back[..., 0]  # (B, Ni, Nj)
     return lead * q[..., None, :-1, 0], lead * q[..., None, :-1, 1]
 
 
-def chain_bound(mu0, mu1, xi, weights, biases, n_hidden: int) -> np.ndarray:
+@partial(jax.jit, static_argnames=("n_hidden",))
+def chain_bound(mu0, mu1, xi, weights, biases, n_hidden: int):
     """L for the Markov-chain Q (2.13 with 2.43, 2.48-2.50): (B,).
 
     sum_i <s_i><z_i> - sum_i [xi_i <z_i> + ln(<e^{-xi_i z_i}> + <e^{(1-xi_i) z_i}>)] + S(Q).
     """
+    mu0, mu1, xi, weights, biases = (jnp.asarray(x) for x in (mu0, mu1, xi, weights, biases))
     m = chain_marginals(mu0, mu1)[..., 1:, 1]
-    z = np.einsum("...ij,...j->...i", weights, m) + biases
+    z = jnp.einsum("...ij,...j->...i", weights, m) + biases
     e_lo, _, _ = chain_expected_exp(mu0, mu1, weights, biases, -xi)
     e_hi, _, _ = chain_expected_exp(mu0, mu1, weights, biases, 1 - xi)
-    return np.sum(m * z - xi * z - np.log(e_lo + e_hi), -1) + chain_entropy(mu0, mu1, n_hidden)
+    return jnp.sum(m * z - xi * z - jnp.log(e_lo + e_hi), -1) + chain_entropy(mu0, mu1, n_hidden)
 
 
+@partial(jax.jit, static_argnames=("n_hidden",))
 def chain_bound_gradients(mu0, mu1, xi, weights, biases, n_hidden: int):
     """dL/dmu_j0, dL/dmu_j1, dL/dxi_i, dL/dw_ij and dL/dw_i0, assembled from App. B."""
+    mu0, mu1, xi, weights, biases = (jnp.asarray(x) for x in (mu0, mu1, xi, weights, biases))
     q = chain_marginals(mu0, mu1)
     m = q[..., 1:, 1]
-    z = np.einsum("...ij,...j->...i", weights, m) + biases
+    z = jnp.einsum("...ij,...j->...i", weights, m) + biases
     e_lo, f_lo, b_lo = chain_expected_exp(mu0, mu1, weights, biases, -xi)
     e_hi, f_hi, b_hi = chain_expected_exp(mu0, mu1, weights, biases, 1 - xi)
     inv = 1.0 / (e_lo + e_hi)  # -dL/dE_i
     # direct partials in the marginals m_k
-    dl_dm = z + np.einsum("...i,...ik->...k", m - xi, weights)
+    dl_dm = z + jnp.einsum("...i,...ik->...k", m - xi, weights)
     s0, s1 = _entropy(mu0), _entropy(mu1)
-    ds_dprev = np.zeros_like(m)  # entropy 2.50 through <s_{i-1}>, i hidden, i-1 >= 1
-    ds_dprev[..., : n_hidden - 1] = s1[..., 1:n_hidden] - s0[..., 1:n_hidden]
+    # entropy 2.50 through <s_{i-1}>, i hidden, i-1 >= 1
+    ds_dprev = (
+        jnp.zeros_like(m).at[..., : n_hidden - 1].set(s1[..., 1:n_hidden] - s0[..., 1:n_hidden])
+    )
     dl_dm = dl_dm + ds_dprev
     dm0, dm1 = d_marginals_dmu(mu0, mu1)
-    g0 = np.einsum("...i,...ij->...j", dl_dm, dm0)
-    g1 = np.einsum("...i,...ij->...j", dl_dm, dm1)
+    g0 = jnp.einsum("...i,...ij->...j", dl_dm, dm0)
+    g1 = jnp.einsum("...i,...ij->...j", dl_dm, dm1)
     prev = q[..., :-1, 1]
     h = slice(0, n_hidden)  # entropy 2.50 directly in mu (visible units: none)
-    g0[..., h] += (1 - prev[..., h]) * _entropy_slope(mu0[..., h])
-    g1[..., h] += prev[..., h] * _entropy_slope(mu1[..., h])
+    g0 = g0.at[..., h].add((1 - prev[..., h]) * _entropy_slope(mu0[..., h]))
+    g1 = g1.at[..., h].add(prev[..., h] * _entropy_slope(mu1[..., h]))
     for t, f, b in ((-xi, f_lo, b_lo), (1 - xi, f_hi, b_hi)):
         d0, d1 = d_expected_exp_dmu(mu0, mu1, weights, t, f, b)
-        g0 = g0 - np.einsum("...i,...ij->...j", inv, d0)
-        g1 = g1 - np.einsum("...i,...ij->...j", inv, d1)
+        g0 = g0 - jnp.einsum("...i,...ij->...j", inv, d0)
+        g1 = g1 - jnp.einsum("...i,...ij->...j", inv, d1)
     gxi = -z + inv * (
         d_expected_exp_dt(weights, biases, -xi, f_lo, b_lo)
         + d_expected_exp_dt(weights, biases, 1 - xi, f_hi, b_hi)
@@ -226,13 +262,34 @@ def _unpack(x, b, n_hidden, tied, visible):
     nf = int(free.sum())
     x = x.reshape(b, 2 * n_hidden - (n_hidden - nf) + n)
     phi0 = x[:, :n_hidden]
-    phi1 = phi0.copy()
-    phi1[:, free] = x[:, n_hidden : n_hidden + nf]
+    phi1 = phi0.at[:, np.flatnonzero(free)].set(x[:, n_hidden : n_hidden + nf])
     xi = x[:, n_hidden + nf :]
-    vis = np.broadcast_to(visible, (b, n - n_hidden))
-    mu0 = np.concatenate([expit(phi0), vis], -1)
-    mu1 = np.concatenate([expit(phi1), vis], -1)
+    vis = jnp.broadcast_to(visible, (b, n - n_hidden))
+    mu0 = jnp.concatenate([expit(phi0), vis], -1)
+    mu1 = jnp.concatenate([expit(phi1), vis], -1)
     return mu0, mu1, xi, free
+
+
+@partial(jax.jit, static_argnames=("b", "n_hidden", "tied"))
+def _negative_bound_and_gradient(x, weights, biases, visible, b, n_hidden, tied):
+    """The optimiser's objective: minus the summed chain bound of a chunk of networks and
+    its gradient in the flat vector (logits phi_ij, App. B.1, and xi); ``tied`` a tuple."""
+    tied = np.asarray(tied)
+    mu0, mu1, xi, free = _unpack(x, b, n_hidden, tied, visible)
+    value = chain_bound(mu0, mu1, xi, weights, biases, n_hidden)
+    g0, g1, gxi, _, _ = chain_bound_gradients(mu0, mu1, xi, weights, biases, n_hidden)
+    d0 = g0[:, :n_hidden] * mu0[:, :n_hidden] * (1 - mu0[:, :n_hidden])
+    d1 = g1[:, :n_hidden] * mu1[:, :n_hidden] * (1 - mu1[:, :n_hidden])
+    d0 = d0 + jnp.where(free, 0.0, d1)  # a tied unit's one logit drives both
+    grad = jnp.concatenate([d0, d1[:, np.flatnonzero(free)], gxi], -1)
+    return -value.sum(), -grad.ravel()
+
+
+@partial(jax.jit, static_argnames=("b", "n_hidden", "tied"))
+def _chunk_solution(x, weights, biases, visible, b, n_hidden, tied):
+    """mu_i0, mu_i1, xi and the bound of a chunk at the optimiser's vector."""
+    mu0, mu1, xi, _ = _unpack(x, b, n_hidden, np.asarray(tied), visible)
+    return mu0, mu1, xi, chain_bound(mu0, mu1, xi, weights, biases, n_hidden)
 
 
 def fit_markov_chain(
@@ -275,15 +332,12 @@ def fit_markov_chain(
         vis = visible[sl] if visible.ndim == 2 else visible
         b = w.shape[0]
 
-        def objective(x, b=b, w=w, bb=bb, vis=vis):
-            mu0, mu1, xi, _ = _unpack(x, b, n_hidden, tied, vis)
-            value = chain_bound(mu0, mu1, xi, w, bb, n_hidden)
-            g0, g1, gxi, _, _ = chain_bound_gradients(mu0, mu1, xi, w, bb, n_hidden)
-            d0 = g0[:, :n_hidden] * mu0[:, :n_hidden] * (1 - mu0[:, :n_hidden])
-            d1 = g1[:, :n_hidden] * mu1[:, :n_hidden] * (1 - mu1[:, :n_hidden])
-            d0 = d0 + np.where(free, 0.0, d1)  # a tied unit's one logit drives both
-            grad = np.concatenate([d0, d1[:, free], gxi], -1)
-            return -value.sum(), -grad.ravel()
+        args = (jnp.asarray(w), jnp.asarray(bb), jnp.asarray(vis, float))
+        static = {"b": b, "n_hidden": n_hidden, "tied": tuple(bool(t) for t in tied)}
+
+        def objective(x, args=args, static=static):
+            value, grad = _negative_bound_and_gradient(jnp.asarray(x), *args, **static)
+            return float(value), np.asarray(grad)
 
         res = minimize(
             objective,
@@ -293,11 +347,11 @@ def fit_markov_chain(
             options={"maxiter": max_iter, "gtol": gtol, "ftol": ftol, "maxcor": 20},
         )
         iters = max(iters, res.nit)
-        mu0, mu1, xi, _ = _unpack(res.x, b, n_hidden, tied, vis)
-        out_mu0.append(mu0)
-        out_mu1.append(mu1)
-        out_xi.append(xi)
-        out_bound.append(chain_bound(mu0, mu1, xi, w, bb, n_hidden))
+        mu0, mu1, xi, bound = _chunk_solution(jnp.asarray(res.x), *args, **static)
+        out_mu0.append(np.asarray(mu0))
+        out_mu1.append(np.asarray(mu1))
+        out_xi.append(np.asarray(xi))
+        out_bound.append(np.asarray(bound))
     return ChainState(
         np.concatenate(out_mu0),
         np.concatenate(out_mu1),

@@ -40,10 +40,12 @@ import numpy as np
 from ...jax_runtime import jax, jnp
 from .saul_bound import (
     clamp_visible,
+    for_each_hidden_unit,
     iterate_to_convergence,
     mean_field_bound,
     mean_field_log_odds,
     optimal_xi,
+    parent_blocks,
 )
 
 expit = jax.nn.sigmoid
@@ -85,25 +87,26 @@ def mutual_information_bound(q, mu_hidden, r, lam) -> jnp.ndarray:
     )
 
 
-def component_bounds(mu, xi, weights, biases, n_hidden: int) -> jnp.ndarray:
+def component_bounds(mu, xi, weights, biases, n_hidden: int, blocks=None) -> jnp.ndarray:
     """L[Q_mft(H|m)] of every component (eq. 2.15 per component), (B, M)."""
-    return mean_field_bound(mu, xi, weights[:, None], biases[:, None], n_hidden)
+    return mean_field_bound(mu, xi, weights[:, None], biases[:, None], n_hidden, blocks)
 
 
-@partial(jax.jit, static_argnames=("n_hidden",))
-def mixture_bound(q, mu, xi, r, lam, weights, biases, n_hidden: int) -> jnp.ndarray:
-    """L_lambda[Q_mix] = sum_m Q(m) L[Q_mft(H|m)] + I-bound (eqs. 2.20, 2.25), (B,)."""
+@partial(jax.jit, static_argnames=("n_hidden", "blocks"))
+def mixture_bound(q, mu, xi, r, lam, weights, biases, n_hidden: int, blocks=None) -> jnp.ndarray:
+    """L_lambda[Q_mix] = sum_m Q(m) L[Q_mft(H|m)] + I-bound (eqs. 2.20, 2.25), (B,);
+    ``blocks``: ``saul_bound.parent_blocks`` (None: dense)."""
     return jnp.sum(
-        q * component_bounds(mu, xi, weights, biases, n_hidden), -1
+        q * component_bounds(mu, xi, weights, biases, n_hidden, blocks), -1
     ) + mutual_information_bound(q, mu[..., :n_hidden], r, lam)
 
 
 def component_log_odds(
-    q, mu, xi, r, lam, weights, biases, k: int, form: str = "saul"
+    q, mu, xi, r, lam, weights, biases, k: int, form: str = "saul", block=None
 ) -> jnp.ndarray:
     """E''(k, m) of eq. 2.31 (corrected, see module docstring), (B, M)."""
     n_hidden = r.shape[-2]
-    e1 = mean_field_log_odds(mu, xi, weights[:, None], biases[:, None], k, form)
+    e1 = mean_field_log_odds(mu, xi, weights[:, None], biases[:, None], k, form, block)
     log_pi, factors = log_overlaps(mu[..., :n_hidden], r)
     pi_k = jnp.exp(log_pi - factors[..., k])  # (B, m', m)
     r_diff = r[:, :, k, 1] - r[:, :, k, 0]  # (B, m')
@@ -111,29 +114,31 @@ def component_log_odds(
     return e1 + jnp.log(r[:, :, k, 1] / r[:, :, k, 0]) - coupling
 
 
-@partial(jax.jit, static_argnames=("form",))
+@partial(jax.jit, static_argnames=("form", "block"))
 def update_component_means(
-    q, mu, xi, r, lam, weights, biases, k: int, form: str = "saul"
+    q, mu, xi, r, lam, weights, biases, k: int, form: str = "saul", block=None
 ) -> jnp.ndarray:
     """Q(s_k=1|m) = sigma(E''(k, m)) for every component m at once (eqs. 2.30, 2.32)."""
-    return mu.at[..., k].set(expit(component_log_odds(q, mu, xi, r, lam, weights, biases, k, form)))
+    return mu.at[..., k].set(
+        expit(component_log_odds(q, mu, xi, r, lam, weights, biases, k, form, block))
+    )
 
 
-def mixing_log_weights(mu, xi, r, lam, weights, biases, n_hidden: int) -> jnp.ndarray:
+def mixing_log_weights(mu, xi, r, lam, weights, biases, n_hidden: int, blocks=None):
     """-E_m of eq. 2.34 (lambda term with a minus sign), (B, M)."""
     log_pi, _ = log_overlaps(mu[..., :n_hidden], r)
     return (
-        component_bounds(mu, xi, weights, biases, n_hidden)
+        component_bounds(mu, xi, weights, biases, n_hidden, blocks)
         + expected_log_smoothing(mu[..., :n_hidden], r)
         - jnp.einsum("bk,bkm->bm", lam, jnp.exp(log_pi))
         + jnp.log(lam)
     )
 
 
-@partial(jax.jit, static_argnames=("n_hidden",))
-def update_mixing(mu, xi, r, lam, weights, biases, n_hidden: int) -> jnp.ndarray:
+@partial(jax.jit, static_argnames=("n_hidden", "blocks"))
+def update_mixing(mu, xi, r, lam, weights, biases, n_hidden: int, blocks=None) -> jnp.ndarray:
     """Q(m) = exp(-E_m) / sum_k exp(-E_k) (eq. 2.35)."""
-    neg_e = mixing_log_weights(mu, xi, r, lam, weights, biases, n_hidden)
+    neg_e = mixing_log_weights(mu, xi, r, lam, weights, biases, n_hidden, blocks)
     return jnp.exp(neg_e - logsumexp(neg_e, axis=-1, keepdims=True))
 
 
@@ -150,7 +155,15 @@ def update_smoothing(q, mu_hidden, r, lam, j: int) -> tuple[jnp.ndarray, jnp.nda
     # exp(-700/H) times its larger entry, so that every overlap pi (a product of H factors,
     # each >= the smaller normalised entry) stays above exp(-700) and lambda finite
     safe = numer > 0
-    new = jnp.where(safe, numer / jnp.where(safe, denom, 1.0), 0.0)
+    direct = numer / jnp.where(safe, denom, 1.0)
+    # a mean within ~1e-300 of 0 or 1 can underflow the denominator to 0 (numer / 0 = inf,
+    # then inf / inf = NaN below): there the same ratio in logarithms
+    log_denom = jnp.log(lam)[..., None] + logsumexp(
+        jnp.log(q)[:, None, :, None] + jnp.log(pi_j)[..., None] + jnp.log(q_h)[:, None, :, :],
+        axis=2,
+    )
+    in_logs = jnp.exp(jnp.log(q)[..., None] + jnp.log(q_h) - log_denom)
+    new = jnp.where(safe, jnp.where(jnp.isfinite(direct), direct, in_logs), 0.0)
     top = jnp.max(new, axis=-1, keepdims=True)
     new = jnp.where(top > 0, jnp.maximum(new, jnp.exp(-700.0 / mu_hidden.shape[-1]) * top), 1.0)
     scale = new.sum(-1)
@@ -177,22 +190,27 @@ class MixtureState:
     sweeps: int
 
 
-def mixture_sweep(q, mu, xi, r, lam, weights, biases, n_hidden: int, form: str = "saul"):
+def mixture_sweep(
+    q, mu, xi, r, lam, weights, biases, n_hidden: int, form: str = "saul", blocks=None
+):
     """One round of coordinate updates, each of which never lowers 2.25 (form "saul"):
     xi (1-D searches), each unit's Q(s_k|m), lambda, each unit's R, lambda, Q(m), lambda."""
-    xi = optimal_xi(mu, xi, weights[:, None], biases[:, None])
-    mu = jax.lax.fori_loop(
-        0,
-        n_hidden,
-        lambda k, mu: update_component_means(q, mu, xi, r, lam, weights, biases, k, form),
+    blocks = parent_blocks(None, mu.shape[-1]) if blocks is None else blocks
+    xi = optimal_xi(mu, xi, weights[:, None], biases[:, None], blocks)
+    mu = for_each_hidden_unit(
+        lambda k, block, mu: update_component_means(
+            q, mu, xi, r, lam, weights, biases, k, form, block
+        ),
         mu,
+        n_hidden,
+        blocks,
     )
     lam = update_multipliers(q, mu[..., :n_hidden], r)
     r, lam = jax.lax.fori_loop(
         0, n_hidden, lambda j, c: update_smoothing(q, mu[..., :n_hidden], c[0], c[1], j), (r, lam)
     )
     lam = update_multipliers(q, mu[..., :n_hidden], r)
-    q = update_mixing(mu, xi, r, lam, weights, biases, n_hidden)
+    q = update_mixing(mu, xi, r, lam, weights, biases, n_hidden, blocks)
     lam = update_multipliers(q, mu[..., :n_hidden], r)
     return q, mu, xi, r, lam
 
@@ -215,13 +233,13 @@ def init_mixture(
     return q, mu, xi, r, lam
 
 
-@partial(jax.jit, static_argnames=("n_hidden", "max_sweeps", "form"))
-def _fit_mixture(weights, biases, state, n_hidden, max_sweeps, tol, form):
+@partial(jax.jit, static_argnames=("n_hidden", "max_sweeps", "form", "blocks"))
+def _fit_mixture(weights, biases, state, n_hidden, max_sweeps, tol, form, blocks):
     def sweep(state):
-        return mixture_sweep(*state, weights, biases, n_hidden, form)
+        return mixture_sweep(*state, weights, biases, n_hidden, form, blocks)
 
     def bound_of(state):
-        return mixture_bound(*state, weights, biases, n_hidden)
+        return mixture_bound(*state, weights, biases, n_hidden, blocks)
 
     return iterate_to_convergence(sweep, bound_of, state, max_sweeps, tol)
 
@@ -236,11 +254,14 @@ def fit_mixture(
     tol: float = 1e-10,
     form: str = "saul",
     init=None,
+    layer_sizes: tuple[int, ...] | None = None,
 ) -> MixtureState:
     """Iterate ``mixture_sweep`` from ``init`` (q, mu, xi, r, lam) or a random start
     (``init_mixture``) until no bound in the batch gains more than tol (relative).
 
-    ``weights`` (B, N, N), ``biases`` (B, N), ``visible`` (D,) or (B, D).
+    ``weights`` (B, N, N), ``biases`` (B, N), ``visible`` (D,) or (B, D); ``layer_sizes``
+    (top first) of a layered net: sums over parents skip the weights that are zero by the
+    architecture (``saul_bound.parent_blocks``); None: dense.
     """
     weights = jnp.asarray(weights, dtype=float)
     n_batch, n_units = weights.shape[0], weights.shape[-1]
@@ -255,6 +276,7 @@ def fit_mixture(
         max_sweeps,
         tol,
         form,
+        parent_blocks(layer_sizes, n_units),
     )
     q, mu, xi, r, lam = (np.asarray(a) for a in state)
     return MixtureState(q, mu, xi, r, lam, np.asarray(bound), int(n))
