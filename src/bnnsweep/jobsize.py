@@ -105,10 +105,14 @@ def packing_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) 
     """The typical time of a cell's fit (its bound times ``Work.typical``): what ``time``
     batching packs by."""
     fit = fit_seconds(cell, shape)
-    if fit is None:
-        return None
+    return None if fit is None else fit * _typical_share(cell, shape)
+
+
+def _typical_share(cell: Cell, shape: tuple[int, int, int, int] | None) -> float:
+    """``Work.typical`` of a cell's method and settings (1 without a work model)."""
     shape = data_shape(cell.dataset, cell.split) if shape is None else shape
-    return fit * _work_of(cell, shape)[2].typical
+    model = _work_of(cell, shape)[2]
+    return 1.0 if model is None else model.typical
 
 
 def seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
@@ -406,7 +410,7 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
             if "ratio" in measured:
                 row["estimate"] += fit * measured["ratio"]
             else:
-                row["estimate"] += packing_seconds(cell, data_shape(cell.dataset, cell.split))
+                row["estimate"] += fit * _typical_share(cell, None)
         row["estimate"] += STARTUP_MEASURED_S
     head = [
         "experiment / label",

@@ -78,12 +78,19 @@ def _labels_in_order(runs: pd.DataFrame) -> list[str]:
     return [r[2] for r in pairs]
 
 
-def sbn_error_histograms(ds: xr.Dataset) -> Figure:
+def _largest_split_runs(ds: xr.Dataset) -> pd.DataFrame:
+    """The ensemble runs of the split with the most networks (figs. 2.4-2.5 use one span)."""
     runs = ensemble_runs(ds)
     if runs.empty:
-        return note_figure("no sbn_vi network-ensemble runs (rel_error over network)")
+        return runs
     split = runs.groupby("split")["n_networks"].max().idxmax()
-    runs = runs[runs["split"] == split]
+    return runs[runs["split"] == split]
+
+
+def sbn_error_histograms(ds: xr.Dataset) -> Figure:
+    runs = _largest_split_runs(ds)
+    if runs.empty:
+        return note_figure("no sbn_vi network-ensemble runs (rel_error over network)")
     labels = _labels_in_order(runs)
     errors = {
         lab: np.concatenate([_errors(ds, r) for r in runs[runs.label == lab].run]) for lab in labels
@@ -103,7 +110,7 @@ def sbn_error_histograms(ds: xr.Dataset) -> Figure:
             ax.set_xlabel("|L - bound| / |L| (%)")
             ax.set_ylabel("networks")
         fig.suptitle(
-            f"Relative error of the bound, split {split} (thesis fig. 2.4; its histograms "
+            f"Relative error of the bound, split {runs['split'].iloc[0]} (thesis fig. 2.4; its histograms "
             "carry no printed numbers)",
             fontsize="medium",
         )
@@ -115,11 +122,9 @@ def _mean_se_percent(ds, runs: pd.DataFrame) -> tuple[float, float, int]:
 
 
 def sbn_error_vs_components(ds: xr.Dataset) -> Figure:
-    runs = ensemble_runs(ds)
+    runs = _largest_split_runs(ds)
     if runs.empty:
         return note_figure("no sbn_vi network-ensemble runs (rel_error over network)")
-    split = runs.groupby("split")["n_networks"].max().idxmax()
-    runs = runs[runs["split"] == split]
     by_m = runs[runs["q_family"].isin(["mean_field", "mixture"])]
     points = []
     for m, group in by_m.groupby("components"):
