@@ -7,6 +7,7 @@ import pytest
 from test_laplace import linear_split
 
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
+from bnnsweep.engines.evidence.estimators import bdmc_estimate
 from bnnsweep.engines.evidence.schedules import PAPER, schedule
 from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
@@ -53,7 +54,8 @@ def _richardson_ti_error(lambdas, phi) -> float:
 
 @pytest.mark.parametrize("n", [20, 60])
 def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
-    """Ratio, TI, AIS and reverse AIS (from the lambda = 1 chains' draws) within 3.5 of their
+    """Ratio, TI, AIS, reverse AIS (from the lambda = 1 chains' draws) and their BDMC middle
+    within 3.5 of their
     replicate (jackknife, 16 replicates) s.e. of the exact evidence on every one of three
     seeds (TI also within its discretisation error), and their s.e. in a sane range."""
     split = linear_split(n=n)
@@ -70,6 +72,12 @@ def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
             (res.log_z_ti, res.log_z_ti_se, ti_bias),
             (res.log_z_ais, res.log_z_ais_se, 0.0),
             (res.log_z_ais_reverse, res.log_z_ais_reverse_se, 0.0),
+            (
+                *bdmc_estimate(
+                    res.log_z_ais, res.log_z_ais_se, res.log_z_ais_reverse, res.log_z_ais_reverse_se
+                ),
+                0.0,
+            ),  # fmt: skip
         ]:
             assert 0 < se < 1.0
             assert abs(value - reference) < 3.5 * se + bias, (seed, value, se, bias, reference)
@@ -249,3 +257,72 @@ def test_reference_energy_gradient_and_optimised_starts():
     for lam, wi in zip(np.repeat(lams, 2), w0, strict=True):
         g = lam * model.phi(wi[None])[1] + model.prior_energy_and_grad(wi[None])[1]
         assert np.abs(g).max() < 1e-3  # a stationary point of E(lambda, w)
+
+
+@pytest.mark.parametrize(
+    ("forward", "forward_se", "reverse", "reverse_se"),
+    [(450.0, 2.0, 460.0, 3.0), (460.0, 1.0, 455.0, 1.0), (-12.0, 0.1, -12.0, 0.1)],
+)
+def test_bdmc_interval_reaches_both_bounds(forward, forward_se, reverse, reverse_se):
+    """The BDMC estimate is the bracket's middle, and one s.e. either side reaches both the
+    forward (lower) and the reverse (upper) estimate, plus their own noise."""
+    value, se = bdmc_estimate(forward, forward_se, reverse, reverse_se)
+    assert value == pytest.approx(0.5 * (forward + reverse))
+    assert value - se <= min(forward, reverse) + 1e-12
+    assert value + se >= max(forward, reverse) - 1e-12
+    assert se >= 0.5 * np.hypot(forward_se, reverse_se)
+    assert se == pytest.approx(
+        np.sqrt((reverse - forward) ** 2 / 4 + (forward_se**2 + reverse_se**2) / 4)
+    )
+
+
+def _fake_chain(forward: float, reverse: float, K: int = len(PAPER), C: int = 4, S: int = 5):
+    """A ChainResult with chosen forward and reverse AIS values and finite everything else."""
+    from bnnsweep.engines.evidence.chaining import ChainResult
+
+    rng = np.random.default_rng(0)
+    lam = np.linspace(0, 1, K + 1)
+    phi = rng.normal(size=(K + 1, C, S))
+    return ChainResult(
+        lambdas=lam, ln_ratio=np.zeros(K), ln_ratio_se=np.ones(K), ratio_ess=np.ones(K),
+        acceptance=np.full(K + 1, 0.8), step_size=np.full(K + 1, 0.01),
+        divergent=np.zeros(K + 1, int), mean_phi=phi.mean(axis=(1, 2)), phi_trace=phi,
+        energy_trace=phi, log_z_ratio=0.0, log_z_ratio_se=1.0, log_z_ratio_se_within=1.0,
+        log_z_ti=0.0, log_z_ti_se=1.0, log_z_ti_se_within=1.0, log_z_ais=forward,
+        log_z_ais_se=1.0, ais_ess=1.0, log_z_ais_reverse=reverse, log_z_ais_reverse_se=1.0,
+        ais_reverse_ess=1.0, posterior_samples=rng.normal(size=(C * S, 10)), n_grad_evals=1,
+        start_seconds=0.0, start_cpu_seconds=0.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("reverse", "flagged"), [(112.0, False), (85.0, False), (125.0, True),
+                                                  (75.0, True)])  # fmt: skip
+def test_bdmc_default_stores_the_middle_and_flags_a_wide_bracket(monkeypatch, reverse, flagged):
+    """The default estimator stores the middle of forward and reverse AIS, and a bracket
+    wider than ``bdmc_max_gap`` (20 nats) in either direction marks the run not_converged
+    with both numbers in the message; ESS near 1 alone does not."""
+    from bnnsweep import datasets
+    from bnnsweep.methods import chaining
+
+    monkeypatch.setattr(chaining, "run_chain", lambda *a, **k: _fake_chain(100.0, reverse))
+    split = datasets.load("toy_sine").split("default")
+    settings = get_method("chaining").settings({"hidden": 1})
+    assert settings.estimator == "bdmc"
+    result = chaining.fit(split, settings, np.random.default_rng(0), log=lambda m: None)
+    assert result.log_evidence == pytest.approx(0.5 * (100.0 + reverse))
+    assert result.log_evidence_se >= abs(reverse - 100.0) / 2
+    assert result.diagnostics["log_evidence_bdmc_gap"] == pytest.approx(reverse - 100.0)
+    assert (result.status == "not_converged") == flagged, result.status_message
+    if flagged:
+        assert f"{reverse - 100.0:.1f} nats" in result.status_message
+
+
+def test_bdmc_needs_both_directions():
+    from bnnsweep.methods import SettingsError
+
+    chaining = get_method("chaining")
+    with pytest.raises(SettingsError, match="ais_reverse"):
+        chaining.settings({"ais_reverse": False})
+    with pytest.raises(SettingsError, match="ais_particles"):
+        chaining.settings({"ais_particles": 0})
+    assert chaining.settings({"ais_reverse": False, "estimator": "ratio"}).estimator == "ratio"

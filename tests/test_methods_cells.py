@@ -15,7 +15,7 @@ TINY = {
     "map": {"restarts": 2, "max_iter": 50},
     "hmc": {"chains": 2, "burn_in": 10, "samples": 20, "leapfrog": 10, "burn_leapfrog": 10},
     "chaining": {"schedule": "geometric5", "burn_in": 10, "burn_leapfrog": 10, "samples": 20,
-                 "leapfrog": 10, "ais_particles": 8, "ais_leapfrog": 5,
+                 "leapfrog": 10, "ais_particles": 8, "ais_leapfrog": 5, "ais_substeps": 20,
                  "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
                                  ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
                  "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},

@@ -6,7 +6,10 @@ p_lambda(w) propto exp(-lambda phi(w) - E_0(w)), with Z(0) = 1:
 - ``ti`` (thermodynamic integration): ln Z = -int_0^1 E_lambda[phi] d lambda by the
   trapezoid rule on the schedule;
 - ``ais`` (Neal 2001): importance weights accumulated by particles moved through the
-  schedule; ln Z = ln mean exp(ln w).
+  schedule; ln Z = ln mean exp(ln w);
+- ``bdmc`` (bidirectional Monte Carlo, Grosse, Ghahramani & Adams 2015): forward AIS from the
+  reference, a stochastic lower bound, and reverse AIS from posterior draws, a stochastic
+  upper bound; ln Z is taken as the middle of the two.
 
 Standard errors. Samples come in R independent replicates (chains per link started
 independently, or groups of AIS particles). The reported standard error is the jackknife
@@ -150,3 +153,21 @@ def ais_estimate(log_weights: np.ndarray, replicates: int = 1) -> tuple[float, f
     else:
         se = float("nan")
     return value, se, ess
+
+
+def bdmc_estimate(
+    forward: float, forward_se: float, reverse: float, reverse_se: float
+) -> tuple[float, float]:
+    """ln Z from bidirectional Monte Carlo (Grosse, Ghahramani & Adams 2015, sec. 4): forward
+    AIS bounds ln Z from below in expectation (Jensen), reverse AIS from exact posterior draws
+    from above, so ln Z lies in the bracket between their expectations. The estimate is the
+    middle of the bracket, (forward + reverse) / 2, and its standard error combines half the
+    bracket's width with the two estimates' own s.e.,
+    sqrt(((reverse - forward) / 2)^2 + (se_f^2 + se_r^2) / 4): one s.e. either side reaches
+    both bounds, so the error covers a truth anywhere between them, not only the noise of
+    the two runs. A reversed bracket (reverse below forward) is noise; its width still counts.
+    """
+    middle = 0.5 * (forward + reverse)
+    half_gap = 0.5 * (reverse - forward)
+    se = float(np.sqrt(half_gap**2 + 0.25 * (forward_se**2 + reverse_se**2)))
+    return float(middle), se
