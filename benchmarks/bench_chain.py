@@ -122,7 +122,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.peer is not None:
         settings = {"hidden": 24, "schedule": "paper", "hyperpriors": NEAL,
-                    "noise_hyperprior": {"mean": 400.0, "s": 0.2}, "ais_particles": 0}  # fmt: skip
+                    "noise_hyperprior": {"mean": 400.0, "s": 0.2}, "ais_particles": 0,
+                    "estimator": "ratio"}  # fmt: skip
         if args.quick:
             settings.update(burn_in=20, samples=20)
         print(f"paper protocol chain, robot_arm H=24, 18 links x 1 chain: ours against {args.peer}")
@@ -137,6 +138,7 @@ def main() -> None:
     for replicates in args.replicates:
         settings = {"hidden": 24, "schedule": "paper", "hyperpriors": NEAL,
                     "noise_hyperprior": {"mean": 400.0, "s": 0.2}, "ais_particles": 0,
+                    "estimator": "ratio",
                     "replicates": replicates}  # fmt: skip
         if args.quick:
             settings.update(burn_in=20, samples=20)
