@@ -156,3 +156,21 @@ def test_the_reference_is_the_diagonal_gaussian_else_a_fallback_method():
     both = frame(["vi_diag", "vi_gauss", "laplace"])
     both["method_name"] = ["vi_gauss", "vi_gauss", "laplace"]
     assert reference_label(both) == "vi_gauss"  # the method's own label first
+
+
+def test_the_adf_uci_table_shows_each_label_paired_with_pbp():
+    from bnnsweep.figures.adf_uci_table import _cell, adf_uci_frame, adf_uci_table
+
+    ds = merged(make_runs())
+    ds = ds.isel(run=np.isin(ds["method"].values, ["vi_diag", "vi_full"]) & (ds["hidden"] == 2))
+    ds = ds.assign_coords(method=("run", np.where(ds["method"] == "vi_diag", "pbp", "ebp")))
+    frame = adf_uci_frame(ds).set_index("method")
+    assert pd.isna(frame.loc["pbp", "paired_with"]) and pd.isna(frame.loc["pbp", "n_pairs"])
+    assert frame.loc["ebp", "paired_with"] == "pbp" and frame.loc["ebp", "n_pairs"] == 6
+    mean, se = hand("vi_full", ALL_KEYS, "test_rmse")
+    got = frame.loc["ebp", ["test_rmse_diff_mean", "test_rmse_diff_se"]].to_numpy(float)
+    np.testing.assert_allclose(got, [mean, se])
+    texts = [
+        c.get_text().get_text() for c in adf_uci_table(ds).axes[0].tables[0].get_celld().values()
+    ]
+    assert "ebp − pbp\nrmse (paired)" in texts and _cell(mean, se) in texts
