@@ -90,3 +90,5 @@ def test_the_error_table_shows_fa_full_and_mixture_at_or_above_their_start(cells
         pairs = paired_differences(runs[runs["method"] == label], diag, ["log_evidence"])
         assert len(pairs) == 3 and (pairs["log_evidence"] >= -1e-6 * 50).all(), label
         assert table.loc[label, "log_evidence_diff_mean"] >= -1e-6 * 50
+        assert table.loc[label, "start_gain_mean"] >= -1e-6 * 50  # over the run's own start
+    assert np.isnan(table.loc["vi_diag", "start_gain_mean"])  # no warm start

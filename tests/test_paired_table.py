@@ -34,6 +34,18 @@ def value(label: str, split: int, seed: int, hidden: int, metric: str) -> float:
     return base + scale * (offset + 2 * math.sin(split + 2 * seed) + wiggle)
 
 
+def gain(split: int, seed: int) -> float:
+    """What a warm-started fit gained over its start (made up, varying)."""
+    return 0.5 + 0.3 * math.cos(split + 5 * seed)
+
+
+def start(run, label: str) -> float:
+    """The start bound of ``run`` if it is a run of ``label``, else NaN (not recorded)."""
+    if run[0] != label:
+        return math.nan
+    return value(*run, "log_evidence") - gain(run[1], run[2])
+
+
 def make_runs(drop=()):
     """Runs of four labels over 3 splits x 2 seeds x hidden 2, plus vi_full alone at hidden 5;
     ``drop`` lists (label, split, seed, hidden) runs left out."""
@@ -59,6 +71,9 @@ def merged(runs, status=None) -> xr.Dataset:
         "test_nmse": ("run", metrics["test_rmse"][1] ** 2 / 0.5),
         "status": ("run", status or ["ok"] * n),
         "settings_json": ("run", [json.dumps(SETTINGS[r[0]][1]) for r in runs]),
+        # the bounds the warm-started fits started from, as vi_gauss and vi_mixture record them
+        "diag_diagonal_start_bound": ("run", [start(r, "vi_full") for r in runs]),
+        "diag_single_component_bound": ("run", [start(r, "vi_mix") for r in runs]),
     }
     coords = {
         "experiment": ("run", ["p"] * n),
@@ -174,3 +189,26 @@ def test_the_adf_uci_table_shows_each_label_paired_with_pbp():
         c.get_text().get_text() for c in adf_uci_table(ds).axes[0].tables[0].get_celld().values()
     ]
     assert "ebp − pbp\nrmse (paired)" in texts and _cell(mean, se) in texts
+
+
+def test_the_gain_over_a_runs_own_start_is_shown_where_the_fit_records_one(tmp_path):
+    ds = merged(make_runs())
+    table = error_table(ds)
+    gains = [gain(split, seed) for split, seed, _ in ALL_KEYS]
+    want = [statistics.fmean(gains), statistics.stdev(gains) / math.sqrt(len(gains))]
+    for label in ("vi_full", "vi_mix"):
+        r = row(table, label)
+        np.testing.assert_allclose([r["start_gain_mean"], r["start_gain_se"]], want)
+    for label in ("vi_diag", "laplace"):
+        assert math.isnan(row(table, label)["start_gain_mean"])
+    md, _ = draw("error_table", ds, tmp_path / "t.md")
+    lines = md.read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| dataset"))
+    column = [c.strip() for c in header.strip("|").split("|")].index("bound − own start")
+    cells = {
+        line.split("|")[2].strip(): line.strip("|").split("|")[column].strip()
+        for line in lines
+        if line.startswith("| toy_sine |") and "| 2 |" in line
+    }
+    assert cells["vi_diag"] == "" and cells["laplace"] == ""
+    assert cells["vi_mix"].startswith(f"{want[0]:.4g} ± ")

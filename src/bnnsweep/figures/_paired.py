@@ -18,6 +18,11 @@ off as a non-negative ``log_evidence`` difference; without one, the first label 
 ``laplace``, ``map``, ``hmc``, ``pbp``. A reference label with several runs at one key (it
 varies an axis other than ``hidden``) pairs none of them. The reference row itself, and a row
 none of whose runs has a partner, get no difference (blank, not a sentinel).
+
+Within a run, the warm-started fits record their start: ``diag_diagonal_start_bound`` (full
+and fa ``vi_gauss``: the diagonal fit of the same restart) and
+``diag_single_component_bound`` (``vi_mixture``: its best one-component fit).
+:func:`start_gain` is ``log_evidence`` minus that start, a pair that needs no other row.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ PAIR_KEYS = ("split", "seed", "hidden")
 
 FALLBACK_REFERENCES = ("laplace", "map", "hmc", "pbp")
 """Methods whose label is the reference of a dataset without a diagonal ``vi_gauss`` label."""
+
+START_BOUNDS = ("diag_diagonal_start_bound", "diag_single_component_bound")
+"""Per-run variables holding the bound a warm-started fit started from."""
 
 
 def _settings(row: pd.Series) -> dict:
@@ -107,3 +115,15 @@ def paired_columns(row_runs: pd.DataFrame, reference_runs: pd.DataFrame | None, 
     for metric in metrics:
         out[f"{metric}_diff_mean"], out[f"{metric}_diff_se"], _ = mean_se(diffs[metric])
     return out
+
+
+def start_gain(runs: pd.DataFrame) -> tuple[float, float]:
+    """Mean and s.e. over the non-diverged runs of ``log_evidence`` minus the run's own start
+    bound (``START_BOUNDS``); NaN where no run records a finite start."""
+    kept = runs[runs["status"] != "diverged"]
+    start = pd.Series(np.nan, index=kept.index)
+    for column in START_BOUNDS:
+        if column in kept:
+            start = start.fillna(pd.to_numeric(kept[column], errors="coerce"))
+    mean, se, _ = mean_se(kept["log_evidence"].to_numpy(float) - start.to_numpy(float))
+    return mean, se

@@ -11,7 +11,9 @@ Paired differences (issue 17, :mod:`._paired`): ``paired_with`` names the datase
 label, ``n_pairs`` counts the runs of the row with a run of the reference at the same split,
 seed and ``hidden`` (the common random numbers), and ``{metric}_diff_mean``/``_se`` are the
 mean and standard error of the per-pair differences row - reference. Blank for the reference
-row itself and for a row without a partner.
+row itself and for a row without a partner. ``start_gain_mean``/``_se``: ``log_evidence`` minus
+the bound the run's own fit started from (fa/full: its diagonal fit; mixture: its one-component
+fit), blank for methods without a warm start.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import xarray as xr
 from ..atomic_file import write_atomic
 from ..axes import AXES, NOT_APPLICABLE
 from ._common import mean_se, runs_frame
-from ._paired import paired_columns, reference_label
+from ._paired import paired_columns, reference_label, start_gain
 from .published import format_references
 
 METRICS = ("test_rmse", "test_nmse", "test_loglik", "log_evidence")
@@ -57,6 +59,7 @@ def error_table(ds: xr.Dataset) -> pd.DataFrame:
             row[f"{metric}_mean"] = mean
             row[f"{metric}_se"] = se
         row.update(_paired(runs, row["dataset"], row["method"], group, references))
+        row["start_gain_mean"], row["start_gain_se"] = start_gain(group)
         row["published"] = format_references(row["dataset"], row["method"])
         rows.append(row)
     columns = [
@@ -67,6 +70,8 @@ def error_table(ds: xr.Dataset) -> pd.DataFrame:
         "paired_with",
         "n_pairs",
         *(f"{m}_diff_{s}" for m in METRICS for s in ("mean", "se")),
+        "start_gain_mean",
+        "start_gain_se",
         "published",
     ]
     table = pd.DataFrame(rows, columns=columns)
@@ -112,6 +117,8 @@ def to_markdown(table: pd.DataFrame) -> str:
     differences = [f"Δ {m}" for m in METRICS] if paired else []
     header = [*keys, "n runs", "n not ok", *METRICS]
     header += ["paired with", "n pairs", *differences] if paired else []
+    gain = "start_gain_mean" in table
+    header += ["bound − own start"] if gain else []
     header.append("published")
     text = {*keys, "paired with", "published"}  # left-aligned; numbers right-aligned
     lines = [
@@ -126,7 +133,9 @@ def to_markdown(table: pd.DataFrame) -> str:
         "per run of the row with a run of the reference at the same split, seed and hidden",
         "units (common random numbers). A dataset's reference is its diagonal vi_gauss (the",
         "start of its fa/full Gaussians and mixtures), else its laplace, map, hmc or pbp. Blank",
-        "for the reference itself and for rows without a partner.",
+        "for the reference itself and for rows without a partner. bound − own start: the",
+        "log_evidence bound minus the one the run's fit started from (fa/full: its diagonal",
+        "fit; mixture: its one-component fit), mean ± standard error over runs.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" if h in text else "---:" for h in header) + "|",
@@ -139,6 +148,8 @@ def to_markdown(table: pd.DataFrame) -> str:
             cells += ["" if pd.isna(row["paired_with"]) else str(row["paired_with"])]
             cells += ["" if pd.isna(row["n_pairs"]) else str(int(row["n_pairs"]))]
             cells += [_fmt(row[f"{m}_diff_mean"], row[f"{m}_diff_se"], "") for m in METRICS]
+        if gain:
+            cells.append(_fmt(row["start_gain_mean"], row["start_gain_se"], ""))
         cells.append(str(row["published"]).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
