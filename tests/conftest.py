@@ -45,3 +45,18 @@ def method_cells():
         cell = Cell("m", "toy_sine", "default", method, method, 0, axes, settings)
         cells[method] = fit_cell(cell, log=lambda m: None)
     return cells
+
+
+# merged files of small real fits, shared by each figure's own tests and test_figure_legends
+from merged_fixtures import (  # noqa: E402, F401
+    adf_toy_merged,
+    adf_yacht_merged,
+    bm_digits_merged,
+    bm_merged_files,
+    ch1_merged_path,
+    ica_merged,
+    ica_toy_fits,
+    ltu_merged_path,
+    sbn_bars_merged,
+    sbn_inference_merged,
+)

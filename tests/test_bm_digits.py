@@ -5,7 +5,6 @@ refusal at validation of one model's data for the other model's method."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import numpy as np
@@ -236,46 +235,10 @@ def _text(fig) -> str:
     return " ".join(t if isinstance(t, str) else t.get_text() for t in texts)
 
 
-@pytest.fixture(scope="module")
-def merged_digits(tmp_path_factory):
-    """A merged file of real bm_vi cells on 4 x 4 binary images (mean field and a mixture of
-    3 on the grid machine with 2 hidden units) plus an unrelated toy cell, sealed."""
-    from bnnsweep.cell_writer import write_cell_atomic
-    from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
-
-    tmp = tmp_path_factory.mktemp("bm_digits")
-    raw = datasets.load("digits_binary").split("default").x_train.reshape(-1, 8, 8)
-    small = raw[:40, ::2, ::2].reshape(40, 16)  # every other pixel: 4 x 4 images
-    split = unstandardised_split(
-        "default", small, np.zeros((40, 0)), np.zeros((0, 16)), np.zeros((0, 0))
-    )
-    common = dict(
-        architecture="grid", grid_hidden=2, joint_init="previous", clamped_init="joint",
-        anneal_joint="always", temperatures=[20, 5, 1], max_sweeps=50, learning_rate=0.1 / 40,
-        iterations=9, init_weights="normal", init_scale=0.1, runs=2,
-    )  # fmt: skip
-    toy = unstandardised_split(
-        "default", np.array([[1.0, 1.0], [-1.0, -1.0]]), np.zeros((2, 0)), np.zeros((0, 2)),
-        np.zeros((0, 0)),
-    )  # fmt: skip
-    jobs = [
-        ("digits_mf", split, dict(q_family="mean_field", **common)),
-        ("digits_mix", split, dict(q_family="mixture", components=3, **common)),
-        ("toy", toy, dict(q_family="mean_field", iterations=3, runs=1)),
-    ]
-    paths = []
-    for i, (label, data, settings) in enumerate(jobs):
-        s = METHOD.settings(settings)
-        axes = tuple((a, getattr(s, a)) for a in ("q_family", "components", "joint_init"))
-        cell = Cell("e", "d", "default", label, "bm_vi", 0, axes, settings)
-        result = METHOD.fit(data, s, np.random.default_rng(i), log=lambda m: None)
-        path = tmp / f"{label}.nc"
-        write_cell_atomic(cell_content(result, data, cell, dataclasses.asdict(s)), path)
-        paths.append(path)
-    out = tmp / "merged.nc"
-    write_netcdf_atomic(merge_cells(paths), out)
-    return out
+@pytest.fixture
+def merged_digits(bm_digits_merged):
+    """``merged_fixtures.bm_digits_merged``: grid machines on 4 x 4 digits and a toy cell."""
+    return bm_digits_merged
 
 
 def test_digits_summary_numbers_come_from_the_traces(merged_digits):

@@ -8,6 +8,9 @@ import itertools
 
 import numpy as np
 import pytest
+from merged_fixtures import BM_TOY
+from merged_fixtures import bm_density_split as density_split
+from merged_fixtures import bm_ensemble_split as ensemble_split
 
 from bnnsweep import datasets
 from bnnsweep.config import ConfigError, expand, load, validate
@@ -22,25 +25,12 @@ from bnnsweep.methods import get_method
 from bnnsweep.models import boltzmann as bm
 
 METHOD = get_method("bm_vi")
-TOY = np.array([[1.0, 1.0], [1.0, 1.0], [-1.0, -1.0]])
+TOY = BM_TOY
 
 
 def fit(split, rng_seed=0, **settings):
     return METHOD.fit(
         split, METHOD.settings(settings), np.random.default_rng(rng_seed), log=lambda m: None
-    )
-
-
-def ensemble_split(weights, biases):
-    rows = ensemble_rows(weights, biases)
-    return unstandardised_split(
-        "default", rows, np.zeros((len(rows), 0)), np.zeros((0, rows.shape[1])), np.zeros((0, 0))
-    )
-
-
-def density_split(x):
-    return unstandardised_split(
-        "default", x, np.zeros((len(x), 0)), np.zeros((0, x.shape[1])), np.zeros((0, 0))
     )
 
 
@@ -359,68 +349,10 @@ def test_shipped_config_validates_and_checks_tasks():
 
 
 # --------------------------------------------------------------------------- figures
-@pytest.fixture(scope="module")
-def merged_file(tmp_path_factory):
-    """A small merged file of real bm_vi cells (inference M = 1, 2; Galland-like learning
-    with two starts; the toy with three q families), written sealed as ``bnnsweep merge``
-    does."""
-    from bnnsweep.cell_writer import write_cell_atomic
-    from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
-
-    tmp = tmp_path_factory.mktemp("bm_merged")
-    rng = np.random.default_rng(0)
-    w, b = bm.random_machines(rng, 6, bm.fully_connected_mask(5))
-    x, y = galland_pairs()
-    sup = unstandardised_split("default", x[:3], y[:3], np.zeros((0, 6)), np.zeros((0, 6)))
-    galland = dict(
-        hidden_layers=1,
-        anneal_start=20.0,
-        anneal_steps=3,
-        damping=0.5,
-        stop_within=0.2,
-        runs=2,
-        iterations=40,
-        learning_rate=0.03,
-    )
-    toy = dict(
-        iterations=25,
-        learning_rate=0.25,
-        max_sweeps=20,
-        init_weights="normal",
-        init_scale=0.1,
-        runs=2,
-    )
-    jobs = [
-        ("ens", ensemble_split(w, b), "mf", dict(kind="inference", q_family="mean_field")),
-        (
-            "ens",
-            ensemble_split(w, b),
-            "mix",
-            dict(kind="inference", q_family="mixture", components=2),
-        ),
-        ("gal", sup, "zero", dict(joint_init="zero", **galland)),
-        ("gal", sup, "cond", dict(joint_init="conditional", **galland)),
-        ("toy", density_split(TOY), "mf", dict(q_family="mean_field", **toy)),
-        ("toy", density_split(TOY), "mix", dict(q_family="mixture", components=2, **toy)),
-        ("toy", density_split(TOY), "exact", dict(q_family="exact", **toy)),
-    ]
-    paths = {}
-    for i, (data, split, label, settings) in enumerate(jobs):
-        s = METHOD.settings(settings)
-        axes = tuple((a, getattr(s, a)) for a in ("q_family", "components", "joint_init"))
-        cell = Cell("e", data, "default", label, "bm_vi", 0, axes, settings)
-        result = METHOD.fit(split, s, np.random.default_rng(i), log=lambda m: None)
-        path = tmp / f"{data}_{label}.nc"
-        import dataclasses
-
-        write_cell_atomic(cell_content(result, split, cell, dataclasses.asdict(s)), path)
-        paths.setdefault(data, []).append(path)
-    out = {}
-    for data, cell_paths in paths.items():
-        out[data] = tmp / f"{data}_merged.nc"
-        write_netcdf_atomic(merge_cells(cell_paths), out[data])  # sealed, as `bnnsweep merge`
-    return out
+@pytest.fixture
+def merged_file(bm_merged_files):
+    """Merged files of real bm_vi cells (``merged_fixtures.bm_merged_files``)."""
+    return bm_merged_files
 
 
 @pytest.mark.parametrize(

@@ -1,19 +1,94 @@
 """Issue 17: a method has one colour in every figure, its legend entry has that colour, and a
-method named in a legend is drawn in it. Every figure kind that draws network methods is
-drawn from the synthetic merged file of test_figures."""
+method named in a legend is drawn in it. Every figure kind is drawn from the small merged file
+its own tests use: the synthetic files of test_figures, test_figures_chaining,
+test_seed_figures and test_figures_variational, and the fitted ones of ``merged_fixtures``
+(session fixtures shared with the figures' own tests)."""
 
 from __future__ import annotations
+
+import re
 
 import matplotlib
 import numpy as np
 import pytest
+import xarray as xr
+from matplotlib.collections import Collection
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from test_figures import make_merged
+from test_figures_chaining import make_merged as chaining_merged
+from test_figures_variational import nrd_merged
+from test_seed_figures import RUNS as SUNSPOT_RUNS
+from test_seed_figures import _softmax_merged, _sunspot_merged
 
-from bnnsweep.figures import FIGURES, method_palette
+from bnnsweep.figures import FIGURES, load_merged, method_palette
+from bnnsweep.methods import names
+from bnnsweep.results import with_run_test_data
 
-KINDS = ["occam_hill", "evidence_vs_error", "toy_regression"]
+SYNTHETIC = {
+    "occam_hill": make_merged,
+    "evidence_vs_error": make_merged,
+    "toy_regression": make_merged,
+    "chaining_diagnostics": chaining_merged,
+    "schedule_comparison": chaining_merged,
+    "sunspot_predictions": lambda: _sunspot_merged(SUNSPOT_RUNS),
+    "adf_samples_loglik": lambda: _softmax_merged()[0],
+    "adf_softmax_approximation": lambda: _softmax_merged()[0],
+    "nrd_hidden_units": nrd_merged,
+}
+"""Kinds drawn from a synthetic merged Dataset: the builder."""
+
+FITTED = {
+    "adf_uci_table": ("adf_yacht_merged", None),
+    "adf_toy_classification": ("adf_toy_merged", None),
+    "adf_epoch_error": ("adf_toy_merged", None),
+    "ica_alpha": ("ica_merged", 0),
+    "ica_bound_trace": ("ica_merged", 0),
+    "ica_sources": ("ica_merged", 0),
+    "chapter_one_checks": ("ch1_merged_path", None),
+    "bm_correlation_error": ("bm_merged_files", "ens"),
+    "bm_galland_iterations": ("bm_merged_files", "gal"),
+    "bm_toy_learning": ("bm_merged_files", "toy"),
+    "bm_digits_cost": ("bm_digits_merged", None),
+    "bm_digits_joint_means": ("bm_digits_merged", None),
+    "ltu_error_table": ("ltu_merged_path", None),
+    "ltu_error_vs_hidden": ("ltu_merged_path", None),
+    "sbn_error_histograms": ("sbn_inference_merged", 0),
+    "sbn_error_vs_components": ("sbn_inference_merged", 0),
+    "sbn_error_vs_span": ("sbn_inference_merged", 0),
+    "sbn_bars_loglik": ("sbn_bars_merged", 0),
+}
+"""Kinds drawn from a fitted merged file: (session fixture of ``merged_fixtures``, the key or
+index of the merged file in what the fixture returns, if it returns more)."""
+
+TABLES = {"error_table"}  # Markdown, no colours
+
+COLOURED_BY_METHOD = {
+    "occam_hill",
+    "evidence_vs_error",
+    "toy_regression",
+    "sunspot_predictions",
+    "adf_epoch_error",
+    "nrd_hidden_units",
+    "bm_galland_iterations",
+    "bm_toy_learning",
+    "bm_digits_cost",
+    "bm_digits_joint_means",
+}
+"""Kinds that colour the runs by their method label (``method_palette``); the others colour
+other things (estimators, q families, sources, model rows) or draw tables and checks."""
+
+
+def _merged(kind: str, request) -> tuple[str, xr.Dataset]:
+    """(name of the merged file, the Dataset as ``draw`` hands it to the figure)."""
+    if kind in SYNTHETIC:
+        return SYNTHETIC[kind].__name__, SYNTHETIC[kind]()
+    fixture, key = FITTED[kind]
+    value = request.getfixturevalue(fixture)
+    value = value if key is None else value[key]
+    ds = value if isinstance(value, xr.Dataset) else load_merged(value)
+    return f"{fixture}[{key}]", with_run_test_data(ds)
 
 
 def _rgb(artist) -> tuple[float, float, float] | None:
@@ -37,10 +112,31 @@ def _legend_entries(fig: Figure):
             yield text.get_text(), handle
 
 
+def _has_data(artist) -> bool:
+    """Whether an artist draws anything: a line with a finite point, a collection with a
+    finite vertex or offset, any patch (a line or band over no data draws nothing)."""
+    if isinstance(artist, Line2D):
+        x, y = (np.asarray(v, dtype=float) for v in artist.get_data())
+        return bool(np.isfinite(x + y).any()) if x.size and y.size else False
+    if isinstance(artist, Collection):
+        offsets = np.asarray(artist.get_offsets(), dtype=float)
+        vertices = [np.asarray(p.vertices, dtype=float) for p in artist.get_paths()]
+        return (
+            bool(np.isfinite(offsets).all(axis=-1).any())
+            if offsets.size
+            else any(v.size and np.isfinite(v).all(axis=-1).any() for v in vertices)
+        )
+    return True
+
+
 def _drawn_colours(fig: Figure) -> set[tuple[float, float, float]]:
+    """Colours of the artists that draw something, on every axes and inset."""
     colours = set()
-    for ax in fig.axes:
+    insets = [child for parent in fig.axes for child in parent.child_axes]
+    for ax in [*fig.axes, *insets]:
         for artist in [*ax.lines, *ax.collections, *ax.patches]:
+            if not _has_data(artist):
+                continue
             for getter in ("get_color", "get_facecolor", "get_edgecolor"):
                 if hasattr(artist, getter):
                     for rgba in matplotlib.colors.to_rgba_array(getattr(artist, getter)()):
@@ -49,42 +145,96 @@ def _drawn_colours(fig: Figure) -> set[tuple[float, float, float]]:
     return colours
 
 
+def _rounded(rgb) -> tuple[float, ...]:
+    return tuple(round(float(v), 6) for v in rgb)
+
+
+def _method_of(label: str, methods) -> str | None:
+    """The method label a legend entry names ('laplace', 'cond (zero, eta=0.03)',
+    'digits_mf: final F/N ...'), or None."""
+    head = re.split(r" \(|:", label)[0].strip()
+    return head if head in methods else None
+
+
 @pytest.fixture(scope="module")
-def figures() -> dict[str, Figure]:
-    ds = make_merged()
-    return {kind: FIGURES[kind][0](ds) for kind in KINDS}
+def drawn(request):
+    """``drawn(kind)``: (merged file name, Dataset, Figure), each kind drawn once."""
+    cache: dict[str, tuple[str, xr.Dataset, Figure]] = {}
+
+    def draw_kind(kind: str):
+        if kind not in cache:
+            source, ds = _merged(kind, request)
+            cache[kind] = (source, ds, FIGURES[kind][0](ds))
+        return cache[kind]
+
+    return draw_kind
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_method_in_a_legend_has_its_own_colour_and_is_drawn(kind, figures):
-    ds = make_merged()
-    methods = sorted(set(ds["method"].values.tolist()))
+def _named_colours(kind: str, ds: xr.Dataset, fig: Figure) -> dict[str, tuple]:
+    """Each method label a legend of ``fig`` names, with its palette colour; asserts that
+    the legend entry has that colour and that the figure draws something in it."""
+    methods = sorted({str(m) for m in ds["method"].values})
     palette = {m: tuple(to_rgb(c)) for m, c in method_palette(methods).items()}
-    drawn = _drawn_colours(figures[kind])
-    named = 0
-    for label, handle in _legend_entries(figures[kind]):
-        method = label.split(" (")[0]
-        if method not in palette:
+    drawn_colours = _drawn_colours(fig)
+    named: dict[str, tuple] = {}
+    for label, handle in _legend_entries(fig):
+        method = _method_of(label, palette)
+        if method is None:
             continue
-        named += 1
         assert _rgb(handle) == pytest.approx(palette[method]), (kind, label)
-        assert tuple(round(v, 6) for v in palette[method]) in drawn, (kind, label)
-    methods_drawn = [m for m in methods if tuple(round(v, 6) for v in palette[m]) in drawn]
-    assert methods_drawn, kind  # every figure kind here draws methods in their colours
-    if named == 0:  # no legend names methods: the panels must (e.g. one panel per method)
-        titles = " ".join(ax.get_title() for ax in figures[kind].axes)
+        assert _rounded(palette[method]) in drawn_colours, (kind, label)
+        named[method] = palette[method]
+    return named
+
+
+def test_every_figure_kind_is_drawn_here():
+    assert set(FIGURES) - TABLES == set(SYNTHETIC) | set(FITTED)
+    assert COLOURED_BY_METHOD <= set(FIGURES)
+
+
+@pytest.mark.parametrize("kind", sorted(set(SYNTHETIC) | set(FITTED)))
+def test_a_method_in_a_legend_has_its_own_colour_and_is_drawn(kind, drawn):
+    _, ds, fig = drawn(kind)
+    assert isinstance(fig, Figure), kind
+    named = _named_colours(kind, ds, fig)
+    if kind not in COLOURED_BY_METHOD:
+        return
+    methods = sorted({str(m) for m in ds["method"].values})
+    palette = method_palette(methods)
+    colours = _drawn_colours(fig)
+    methods_drawn = [m for m in methods if _rounded(to_rgb(palette[m])) in colours]
+    assert methods_drawn, kind  # the runs are drawn in their methods' colours
+    if not named:  # no legend names methods: the panels must (e.g. one panel per method)
+        titles = " ".join(ax.get_title() for ax in fig.axes)
         assert all(m in titles for m in methods_drawn), kind
 
 
-def test_the_same_method_has_the_same_colour_across_figure_kinds(figures):
-    colour: dict[str, tuple] = {}
-    for kind, fig in figures.items():
-        for label, handle in _legend_entries(fig):
-            method = label.split(" (")[0]
-            if method in ("laplace", "map"):
-                rgb = _rgb(handle)
-                assert colour.setdefault(method, rgb) == pytest.approx(rgb), (kind, method)
-    assert set(colour) == {"laplace", "map"}
+def test_the_same_method_has_the_same_colour_across_figure_kinds(drawn):
+    """Within one merged file every label, and across files every registered method name,
+    keeps its colour from kind to kind."""
+    by_file: dict[tuple[str, str], tuple] = {}
+    by_name: dict[str, tuple] = {}
+    for kind in sorted(set(SYNTHETIC) | set(FITTED)):
+        source, ds, fig = drawn(kind)
+        for method, rgb in _named_colours(kind, ds, fig).items():
+            assert by_file.setdefault((source, method), rgb) == pytest.approx(rgb), (kind, method)
+            if method in names():
+                assert by_name.setdefault(method, rgb) == pytest.approx(rgb), (kind, method)
+    assert {"laplace", "map", "pbp", "ebp"} <= set(by_name)
+
+
+def test_a_label_keeps_its_colour_when_a_figure_leaves_runs_out():
+    """Labels that are not registered method names take the spare colours in sorted order:
+    a figure that leaves out one label's runs (no retained-unit count) must not shift the
+    colour of the others."""
+    ds = nrd_merged()
+    labels = np.where(np.arange(ds.sizes["run"]) < 4, "a_first", "my_nrd").astype(object)
+    ds = ds.assign_coords(method=("run", labels))
+    ds["diag_retained_hidden"][:4] = np.nan
+    named = _named_colours("nrd_hidden_units", ds, FIGURES["nrd_hidden_units"][0](ds))
+    assert list(named) == ["my_nrd"]  # in the colour of the whole file's palette
+    alone = to_rgb(method_palette(["my_nrd"])["my_nrd"])
+    assert named["my_nrd"] != pytest.approx(alone)  # which a palette of the drawn runs is not
 
 
 @pytest.mark.parametrize("seeds, expected", [((0,), "mean (one seed: no s.e.)"),

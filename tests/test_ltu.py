@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from merged_fixtures import LTU_SMALL
+from merged_fixtures import ltu_cell as _cell
+from merged_fixtures import ltu_fit as _fit
 
 from bnnsweep import datasets
 from bnnsweep.config import expand, load
@@ -34,8 +37,7 @@ from bnnsweep.models.threshold_network import (
     training_errors,
     zero_temperature_energy,
 )
-from bnnsweep.results import cell_dataset, merge_cells, with_run_test_data, write_netcdf_atomic
-from bnnsweep.sweep import Cell
+from bnnsweep.results import cell_dataset, with_run_test_data
 
 # ---------------------------------------------------------------- tiny networks, enumeration
 
@@ -266,19 +268,7 @@ def test_validation_rows_are_stratified_and_seeded():
 
 # ---------------------------------------------------------------- method, config, figures
 
-SMALL = {"hidden": 4, "outer": 3, "anneal_rate": 0.5}
-
-
-def _cell(label, settings, seed, split="0"):
-    axes = (("hidden", settings["hidden"]), ("penalty", settings["penalty"]))
-    return Cell("t", "crabs_ripley", split, label, "ltu", seed, axes, settings)
-
-
-def _fit(settings, seed):
-    method = get_method("ltu")
-    split = datasets.load("crabs_ripley").split("0")
-    rng = np.random.default_rng(seed)
-    return split, method.fit(split, method.settings(settings), rng, log=lambda *_: None)
+SMALL = LTU_SMALL
 
 
 def test_method_end_to_end_on_crabs():
@@ -309,18 +299,8 @@ def test_thesis_config_validates_and_spans_table_3_1():
     assert {h for d, h, _ in grid if d == "crabs_ripley"} == {10, 20, 30, 40}
 
 
-def test_figures_draw_from_a_merged_file(tmp_path):
-    paths = []
-    for label, extra in (("ltu", {}), ("ltu_validation", {"validation": 12})):
-        for hidden in (3, 5):
-            for seed in range(3):
-                settings = {**SMALL, "hidden": hidden, "penalty": 10, **extra}
-                split, result = _fit(settings, seed)
-                path = tmp_path / f"{label}_{hidden}_{seed}.nc"
-                write_netcdf_atomic(cell_dataset(result, split, _cell(label, settings, seed)), path)
-                paths.append(path)
-    merged_path = tmp_path / "merged.nc"
-    write_netcdf_atomic(merge_cells(paths), merged_path)  # sealed, as `bnnsweep merge`
+def test_figures_draw_from_a_merged_file(ltu_merged_path, tmp_path):
+    merged_path = ltu_merged_path
     from bnnsweep.figures import load_merged
 
     ds = with_run_test_data(load_merged(merged_path))  # what draw() hands a figure

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from merged_fixtures import SBN_K as K
+from merged_fixtures import sbn_fit as fit
+from merged_fixtures import sbn_small_ensemble as small_ensemble
 
 from bnnsweep import datasets
 from bnnsweep.cell_reader import read_cell
-from bnnsweep.cell_writer import write_cell_atomic
 from bnnsweep.config import expand, load
 from bnnsweep.datasets.bars import bars_distribution
-from bnnsweep.datasets.base import Split
-from bnnsweep.datasets.generated import unstandardised_split
 from bnnsweep.datasets.sbn_ensembles import SPANS, span_split_name, split_span
 from bnnsweep.figures import draw
 from bnnsweep.methods import SettingsError, get_method
@@ -22,25 +22,11 @@ from bnnsweep.models.sigmoid_belief import (
     random_layered_sbn,
     unpack_parameters,
 )
-from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-from bnnsweep.sweep import Cell
+from bnnsweep.results import merge_cells
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "thesis_sbn.yaml"
 METHOD = get_method("sbn_vi")
 QUIET = {"log": lambda *a: None}
-K = 15  # networks per test ensemble: one shape, so each JAX fit compiles once
-
-
-def small_ensemble(split: str, k: int) -> Split:
-    """The first k nets of a registered split, under the split's own name."""
-    rows = datasets.load("sbn_random_246").split(split).x_train[:k]
-    return unstandardised_split(
-        split, rows, np.zeros((k, 0)), np.zeros((0, rows.shape[1])), np.zeros((0, 0))
-    )
-
-
-def fit(split: Split, seed: int = 0, **settings):
-    return METHOD.fit(split, METHOD.settings(settings), np.random.default_rng(seed), **QUIET)
 
 
 @pytest.fixture(scope="module")
@@ -109,37 +95,10 @@ def test_settings_are_checked():
     assert METHOD.accepted_tasks(METHOD.settings({})) == ("network_ensemble", "binary_density")
 
 
-def _cell(experiment, dataset, split, label, axes, settings):
-    return Cell(experiment, dataset, split, label, "sbn_vi", 0, axes, settings)
-
-
-def _write(tmp_path, cell, split, result):
-    path = tmp_path / f"{cell.method}_{cell.cell_id}.nc"
-    settings = METHOD.settings(cell.settings)
-    write_cell_atomic(cell_content(result, split, cell, vars(settings)), path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def inference_merged(tmp_path_factory, ensemble_fits):
-    """A sealed merged file of a tiny run: mean field, M = 2 and the chain at two spans."""
-    tmp = tmp_path_factory.mktemp("sbn_inference")
-    paths = []
-    for split_name in ("span_0p5", "span_1p0"):
-        split = small_ensemble(split_name, K)
-        for label, q, m in (
-            ("mf", "mean_field", None),
-            ("mix", "mixture", 2),
-            ("ch", "chain", None),
-        ):
-            axes = (("q_family", q),) + ((("components", m),) if m else ())
-            cell = _cell("e", "sbn_random_246", split_name, label, axes, dict(axes))
-            result = fit(split, q_family=q, components=m or 1, chain_max_iter=100)
-            paths.append(_write(tmp, cell, split, result))
-    merged = merge_cells(paths)
-    path = tmp / "merged.nc"
-    write_netcdf_atomic(merged, path)  # sealed, as `bnnsweep merge` writes it
-    return path, paths
+@pytest.fixture
+def inference_merged(sbn_inference_merged):
+    """``merged_fixtures.sbn_inference_merged``: (merged path, cell paths)."""
+    return sbn_inference_merged
 
 
 def test_cells_write_and_merge_with_their_traces(inference_merged):
@@ -173,25 +132,10 @@ def test_error_vs_components_sets_the_published_drop_beside_ours(inference_merge
     assert "published: 27 % at M = 5" in title and "drop from mean field at M = 2" in title
 
 
-@pytest.fixture(scope="module")
-def bars_merged(tmp_path_factory):
-    """A sealed merged file of a tiny learning run: M = 1 and M = 2, two restarts."""
-    tmp = tmp_path_factory.mktemp("sbn_bars")
-    full = datasets.load("bars_4x4").split("default")
-    split = unstandardised_split(
-        "default", full.x_train[:10], np.zeros((10, 0)), full.x_test[:8], np.zeros((8, 0))
-    )
-    paths, results = [], []
-    for label, q, m in (("mf", "mean_field", None), ("mix", "mixture", 2)):
-        axes = (("q_family", q),) + ((("components", m),) if m else ())
-        settings = {**dict(axes), "layers": "1-8-16", "restarts": 2, "epochs": 2, "batch": 5}
-        cell = _cell("b", "bars_4x4", "default", label, axes, settings)
-        result = fit(split, **{**settings, "components": m or 1})
-        results.append(result)
-        paths.append(_write(tmp, cell, split, result))
-    path = tmp / "merged.nc"
-    write_netcdf_atomic(merge_cells(paths), path)
-    return path, split, results
+@pytest.fixture
+def bars_merged(sbn_bars_merged):
+    """``merged_fixtures.sbn_bars_merged``: (merged path, split, fit results)."""
+    return sbn_bars_merged
 
 
 def test_learning_records_exact_per_pattern_loglik_of_the_learned_nets(bars_merged):

@@ -10,13 +10,9 @@ import pytest
 from scipy import integrate
 
 from bnnsweep import datasets
-from bnnsweep.cell_writer import write_cell_atomic
 from bnnsweep.figures import draw, load_merged
 from bnnsweep.figures.thesis_ch1 import thesis_ch1_frame
-from bnnsweep.methods import get_method
 from bnnsweep.models import thesis_ch1 as ch1
-from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-from bnnsweep.sweep import Cell
 
 TABLE = np.array([[1e-6, 0.7], [0.05, 0.2]])  # [b, c]: P(A = yes | B = b, C = c)
 
@@ -103,23 +99,12 @@ def test_variational_gaussian_minimises_the_kl_computed_by_quadrature(coef):
         assert abs(mean) < 1e-6  # symmetric density, symmetric approximation
 
 
-def test_method_and_figure_end_to_end(tmp_path):
-    method = get_method("ch1_checks")
-    ds = datasets.load("thesis_ch1")
-    assert ds.metadata["task"] == "analytic"
-    paths = []
-    for name, split in ds.splits.items():
-        result = method.fit(
-            split, method.settings({}), np.random.default_rng(0), log=lambda m: None
-        )
-        cell = Cell("ch1", "thesis_ch1", name, "ch1_checks", "ch1_checks", 0, (), {})
-        paths.append(tmp_path / f"{name}.nc")
-        write_cell_atomic(cell_content(result, split, cell), paths[-1])
-    write_netcdf_atomic(merge_cells(paths), tmp_path / "merged.nc")
-    frame = thesis_ch1_frame(load_merged(tmp_path / "merged.nc"))
+def test_method_and_figure_end_to_end(ch1_merged_path, tmp_path):
+    assert datasets.load("thesis_ch1").metadata["task"] == "analytic"
+    frame = thesis_ch1_frame(load_merged(ch1_merged_path))
     printed = frame[frame["published"] != ""]
     assert len(printed) == 11
     mismatched = printed[printed["ours_rounded"] != printed["published"]]
     assert mismatched[["problem", "quantity"]].values.tolist() == [["burglary", "p_b_given_a_c"]]
-    (png,) = draw("chapter_one_checks", tmp_path / "merged.nc", tmp_path / "checks.png")
+    (png,) = draw("chapter_one_checks", ch1_merged_path, tmp_path / "checks.png")
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -5,10 +5,11 @@ and the three figures drawn from a merged file written as ``bnnsweep merge`` wri
 
 import numpy as np
 import pytest
+from merged_fixtures import ICA_QUICK
+from merged_fixtures import ica_fit as fit
 
 from bnnsweep import datasets
 from bnnsweep.cell_reader import read_cell
-from bnnsweep.cell_writer import write_cell_atomic
 from bnnsweep.config import ConfigError, expand, load
 from bnnsweep.datasets.ica_mixtures import true_images, truth
 from bnnsweep.figures import FIGURES, draw
@@ -21,23 +22,16 @@ from bnnsweep.methods.vb_ica import (
     switched_off,
 )
 from bnnsweep.models.ica import image_source_mixture, toy_source_mixture
-from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-from bnnsweep.sweep import Cell
+from bnnsweep.results import merge_cells
 
 METHOD = get_method("vb_ica")
-QUICK = {"outer": 8, "inner": 30, "collapsed": True}
+QUICK = ICA_QUICK
 
 
-def fit(dataset, split, seed=0, **settings):
-    s = datasets.load(dataset).split(split)
-    return s, METHOD.fit(
-        s, METHOD.settings(settings), np.random.default_rng(seed), log=lambda m: None
-    )
-
-
-@pytest.fixture(scope="module")
-def toy_fits():
-    return {k: fit("ica_toy", f"draw{k}", seed=k, sources=3, **QUICK) for k in range(3)}
+@pytest.fixture
+def toy_fits(ica_toy_fits):
+    """``merged_fixtures.ica_toy_fits``: three toy draws, I = 3."""
+    return ica_toy_fits
 
 
 # ---- data -----------------------------------------------------------------------------------
@@ -173,41 +167,23 @@ def test_removal_keeps_two_sources_and_records_the_three_source_alphas():
 # ---- cells, merge, figures ------------------------------------------------------------------
 
 
-def cell_for(dataset, split, label, sources, seed):
-    return Cell("ica", dataset, split, label, "vb_ica", seed, (("sources", sources),), {})
+@pytest.fixture
+def merged_path(ica_merged):
+    """``merged_fixtures.ica_merged``'s merged file."""
+    return ica_merged[0]
 
 
-@pytest.fixture(scope="module")
-def merged_path(toy_fits, tmp_path_factory):
-    """Cells of toy runs (I = 3 above, I = 2 here: ragged along ``source``) and one image
-    run, merged and written sealed as ``bnnsweep merge`` does."""
-    root = tmp_path_factory.mktemp("ica_cells")
-    runs = [("ica_toy", f"draw{k}", "vb_ica", 3, k, *toy_fits[k]) for k in toy_fits]
-    runs.append(
-        ("ica_toy", "draw0", "vb_ica", 2, 0, *fit("ica_toy", "draw0", sources=2, outer=3, inner=20))
-    )
-    runs.append(
-        ("ica_images", "draw0", "vb_ica", 3, 0,
-         *fit("ica_images", "draw0", sources=3, source_density="location_mixture", outer=3, inner=20))
-    )  # fmt: skip
-    paths = []
-    for dataset, split_name, label, sources, seed, split, result in runs:
-        cell = cell_for(dataset, split_name, label, sources, seed)
-        path = root / f"{dataset}_{split_name}_{sources}_{seed}.nc"
-        write_cell_atomic(cell_content(result, split, cell), path)
-        paths.append(path)
-    one = read_cell(paths[0])
+def test_cells_merge_ragged_along_source(ica_merged, toy_fits):
+    path, cells = ica_merged
+    one = read_cell(cells[0])
     np.testing.assert_array_equal(one["bound"].values, toy_fits[0][1].traces["bound"][1])
     assert "test_rmse" not in one
-    merged = merge_cells(paths)
+    merged = merge_cells(cells)
     assert merged["log10_alpha"].dims == ("run", "source") and merged.sizes["source"] == 3
     two = int(np.flatnonzero(merged["sources"].values == 2)[0])
     assert np.isnan(merged["log10_alpha"].values[two, 2])
     assert merged["mixing_mean"].dims == ("run", "observed", "source")
     assert set(merged["log_evidence_kind"].values) == {"lower_bound"}
-    path = root / "merged.nc"
-    write_netcdf_atomic(merged, path)
-    return path
 
 
 @pytest.mark.parametrize("kind", ["ica_alpha", "ica_bound_trace", "ica_sources"])

@@ -16,13 +16,15 @@
     one-input datasets (thesis fig. 5.3; paper 000 fig. 1)
 ``error_table``
     mean +- s.e. of test errors and log evidence per dataset/method/hidden, with published
-    reference values
+    reference values, and beside them the paired differences (same split, seed, hidden) to
+    the dataset's reference label, mean +- s.e. over pairs (figures/_paired.py)
 ``chaining_diagnostics``
     one chaining run per dataset link by link: phi(w) trace at lambda = 0.6, ln evidence ratio
     and HMC acceptance per link against lambda (paper 001 fig. 1)
 ``adf_uci_table``
     PBP beside EBP: test RMSE and log-likelihood per dataset, mean +- s.e. over splits,
-    with HL&A 2015's published PBP values (paper 004 Fig. 2)
+    their paired per-split differences, with HL&A 2015's published PBP values (paper 004
+    Fig. 2)
 ``adf_toy_classification``
     predictive class-1 probability maps of the two-class toy per method, with the pointwise
     KL from an ``hmc`` reference when present (paper 004 Fig. 2 top)

@@ -122,6 +122,16 @@ def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, floa
     return palette
 
 
+def run_palette(ds: xr.Dataset) -> dict[str, tuple[float, float, float]]:
+    """``method_palette`` over every method label of the merged file ``ds``: a label keeps its
+    colour in every figure drawn from the file, whichever runs a figure leaves out (diverged
+    runs, other tasks or datasets). A palette of a subset would shift the colours of labels
+    that are not registered method names, which take the spare colours in sorted order of
+    the labels present."""
+    labels = ds["method"].values if "method" in ds.variables else np.array([], dtype=object)
+    return method_palette(str(m) for m in np.ravel(labels))
+
+
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._common import (
     dataset_meta,
-    method_palette,
     new_figure,
     note_figure,
+    run_palette,
     runs_frame,
     style,
     usable,
@@ -101,24 +102,32 @@ def adf_epoch_error(ds: xr.Dataset) -> Figure:
         return note_figure("no per-epoch test error trace in these runs", "test error per epoch")
     runs = usable(runs_frame(ds))
     datasets = sorted(runs["dataset"].unique())
-    palette = method_palette(runs["method"])
+    palette = run_palette(ds)
     with style():
         fig = new_figure(4.2 * len(datasets) + 1.5, 3.4)
         for k, dataset in enumerate(datasets):
             ax = fig.add_subplot(1, len(datasets), k + 1)
+            untraced = []  # methods without epochs (relu_map): named, not in the legend
             for method, group in runs[runs["dataset"] == dataset].groupby("method", sort=True):
                 trace = ds["epoch_test_error"].isel(run=group["run"].to_numpy()).values
                 trace = trace[:, np.isfinite(trace).any(axis=0)]
+                if trace.shape[1] == 0:
+                    untraced.append(method)
+                    continue
                 epochs = np.arange(1, trace.shape[1] + 1)
                 mean = np.nanmean(trace, axis=0)
                 n = np.sum(np.isfinite(trace), axis=0)
                 se = np.nanstd(trace, axis=0, ddof=1) / np.sqrt(n) if len(trace) > 1 else 0 * mean
                 ax.plot(epochs, mean, color=palette[method], label=method)
                 ax.fill_between(epochs, mean - se, mean + se, color=palette[method], alpha=0.25)
+            if untraced:
+                ax.text(0.02, 0.02, "no epoch trace: " + ", ".join(untraced),
+                        transform=ax.transAxes, fontsize="x-small", color="0.35")  # fmt: skip
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             measure = dataset_meta(dataset).get("error_measure", "")
             ax.set_xlabel("epoch")
             ax.set_ylabel(ERROR_LABELS.get(measure, "test error"))
             ax.set_title(dataset, fontsize="small")
-            if k == len(datasets) - 1:
+            if k == len(datasets) - 1 and ax.lines:
                 ax.legend(fontsize="small", loc="upper right")
     return fig

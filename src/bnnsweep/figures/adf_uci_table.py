@@ -6,6 +6,10 @@ better mean of each metric in bold, and the published 40-epoch PBP numbers of He
 & Adams (2015, Table 1; the same protocol and splits) for reference. Paper 004 Fig. 2 reports
 PBP and EBP after 100 epochs as bar charts only. :func:`adf_uci_frame` gives the numbers as a
 DataFrame.
+
+Beside them, each other label's paired difference to the dataset's first PBP label (the
+reference; :mod:`._paired`): mean ± s.e. over the splits of (label - reference) per split,
+seed and hidden size, which leaves out the split-to-split spread the two methods share.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._common import mean_se, new_figure, note_figure, runs_frame, style, usable
+from ._paired import paired_columns
 
 METRICS = ("test_rmse", "test_loglik")
 HIGHER_IS_BETTER = {"test_rmse": False, "test_loglik": True}
@@ -32,16 +37,28 @@ PBP_PUBLISHED = {  # HL&A 2015 Table 1 (PBP, 40 epochs): (RMSE, s.e.), (test LL,
 }
 
 
+def method_order(methods) -> list[str]:
+    """PBP labels first (the first is the reference of the paired differences), then sorted."""
+    return sorted(set(methods), key=lambda m: (not m.startswith("pbp"), m))
+
+
 def adf_uci_frame(ds: xr.Dataset) -> pd.DataFrame:
-    """Long table: dataset, method, n_runs, and mean/se of each metric."""
+    """Long table: dataset, method, n_runs, and mean/se of each metric; ``paired_with``,
+    ``n_pairs`` and ``{metric}_diff_mean``/``_se`` against the dataset's reference label
+    (blank for the reference itself and for a label without runs paired with it)."""
     runs = usable(runs_frame(ds))
     rows = []
-    for (dataset, method), group in runs.groupby(["dataset", "method"], sort=True):
-        row = {"dataset": dataset, "method": method, "n_runs": len(group)}
-        for metric in METRICS:
-            values = group[metric] if metric in group else pd.Series(dtype=float)
-            row[f"{metric}_mean"], row[f"{metric}_se"], _ = mean_se(values)
-        rows.append(row)
+    for dataset, runs_of_dataset in runs.groupby("dataset", sort=True):
+        reference = method_order(runs_of_dataset["method"])[0]
+        partner = runs_of_dataset[runs_of_dataset["method"] == reference]
+        for method, group in runs_of_dataset.groupby("method", sort=True):
+            row = {"dataset": dataset, "method": method, "n_runs": len(group)}
+            for metric in METRICS:
+                values = group[metric] if metric in group else pd.Series(dtype=float)
+                row[f"{metric}_mean"], row[f"{metric}_se"], _ = mean_se(values)
+            paired = paired_columns(group, None if method == reference else partner, METRICS)
+            row["paired_with"] = pd.NA if paired["n_pairs"] is pd.NA else reference
+            rows.append({**row, **paired})
     return pd.DataFrame(rows)
 
 
@@ -53,9 +70,15 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
     frame = adf_uci_frame(ds)
     if frame.empty:
         return note_figure("no runs to tabulate", "PBP vs EBP")
-    methods = sorted(frame["method"].unique(), key=lambda m: (not m.startswith("pbp"), m))
+    methods = method_order(frame["method"])
     header = ["dataset"] + [
         f"{m}\n{metric.removeprefix('test_')}" for metric in METRICS for m in methods
+    ]
+    compared = methods[1:]
+    header += [
+        f"{m} − {methods[0]}\n{metric.removeprefix('test_')} (paired)"
+        for metric in METRICS
+        for m in compared
     ]
     header += ["PBP (HL&A 2015)\nrmse", "PBP (HL&A 2015)\nloglik"]
     body, bold = [], []
@@ -73,6 +96,19 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
             for m in methods:
                 row.append(_cell(means[m], by_method[f"{metric}_se"].get(m, float("nan"))))
                 row_bold.append(m == best)
+        for metric in METRICS:
+            for m in compared:
+                partner = by_method["paired_with"].get(m, pd.NA)
+                if pd.notna(partner) and partner == methods[0]:
+                    row.append(
+                        _cell(
+                            by_method.at[m, f"{metric}_diff_mean"],
+                            by_method.at[m, f"{metric}_diff_se"],
+                        )
+                    )
+                else:
+                    row.append("")
+                row_bold.append(False)
         published = PBP_PUBLISHED.get(dataset)
         row += [_cell(*published[0]), _cell(*published[1])] if published else ["", ""]
         body.append(row)
@@ -91,7 +127,8 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
             elif bold[r - 1][c]:
                 cell.set_text_props(weight="bold", color="#1a5e1a")
         ax.set_title(
-            "Test RMSE and log-likelihood (original units), mean ± s.e. over splits; better mean in bold",
+            "Test RMSE and log-likelihood (original units), mean ± s.e. over splits; better mean"
+            " in bold;\npaired: mean ± s.e. of the per-split difference",
             fontsize=9,
         )
     return fig

@@ -86,6 +86,7 @@ def bm_correlation_error(ds: xr.Dataset) -> Figure:
                 f"{v:.3g}", (m, v), textcoords="offset points", xytext=(4, 4), fontsize=7
             )
         right.set_yscale("log")
+        right.set_xticks(sorted(int(m) for m in frame["M"]))  # whole M, not 1.2, 1.4, ...
         right.set_xlabel("components M (1 = mean field)")
         right.set_ylabel("mean sum of squared pair errors")
         right.set_title(f"mean over {int(frame['machines'].max())} machines (+- s.e.)")

@@ -29,7 +29,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ._common import method_palette, new_figure, note_figure, outside_legend, style
+from ._common import new_figure, note_figure, outside_legend, run_palette, style
 from .bm_learning import _setting, learning_runs
 
 STAND_IN_NOTE = (
@@ -168,7 +168,7 @@ def bm_digits_cost(ds: xr.Dataset) -> Figure:
     if runs.empty:
         return note_figure("no bm_vi grid learning runs (joint_means on square images)", title)
     summary = digits_summary(ds).set_index("label")
-    palette = method_palette(runs["label"])
+    palette = run_palette(ds)
     with style():
         fig = new_figure(15.0, 5.5)
         left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 0.8]})
@@ -268,7 +268,7 @@ def bm_digits_joint_means(ds: xr.Dataset) -> Figure:
     if runs.empty:
         return note_figure("no bm_vi grid learning runs (joint_means on square images)", title)
     summary = digits_summary(ds)
-    palette = method_palette(runs["label"])
+    palette = run_palette(ds)
     columns = joint_columns(ds, runs)
     with style():
         fig = new_figure(16.0, 12.0)

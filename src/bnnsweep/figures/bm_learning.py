@@ -29,7 +29,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._bm_runs import bm_runs
-from ._common import method_palette, new_figure, note_figure, outside_legend, style
+from ._common import method_palette, new_figure, note_figure, outside_legend, run_palette, style
 
 PUBLISHED_GALLAND_ITERATIONS = 98
 GALLAND_STATEMENT = (
@@ -82,7 +82,8 @@ def bm_galland_iterations(ds: xr.Dataset) -> Figure:
     if runs.empty:
         return note_figure("no finite learning curves", title)
     runs = runs.assign(label=[galland_label(r) for _, r in runs.iterrows()])
-    palette = method_palette(runs["label"])
+    by_method = run_palette(ds)  # a label's colour is its method label's, as in every figure
+    palette = {lab: by_method[str(m)] for lab, m in zip(runs["label"], runs["method"], strict=True)}
     with style():
         fig = new_figure(13.0, 4.6)
         left, right = fig.subplots(1, 2)

@@ -6,6 +6,14 @@ sqrt(n)) over the group's seeds and splits, taken over runs with a finite value 
 ``diverged``; ``n_runs`` counts every run of the group, ``n_not_ok`` those whose status is
 not ``ok``. ``published`` lists the reference values of :mod:`.published` for the dataset
 and method label. :func:`write_table` writes the same table as Markdown and CSV.
+
+Paired differences (issue 17, :mod:`._paired`): ``paired_with`` names the dataset's reference
+label, ``n_pairs`` counts the runs of the row with a run of the reference at the same split,
+seed and ``hidden`` (the common random numbers), and ``{metric}_diff_mean``/``_se`` are the
+mean and standard error of the per-pair differences row - reference. Blank for the reference
+row itself and for a row without a partner. ``start_gain_mean``/``_se``: ``log_evidence`` minus
+the bound the run's own fit started from (fa/full: its diagonal fit; mixture: its one-component
+fit), blank for methods without a warm start.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import xarray as xr
 from ..atomic_file import write_atomic
 from ..axes import AXES, NOT_APPLICABLE
 from ._common import mean_se, runs_frame
+from ._paired import paired_columns, reference_label, start_gain
 from .published import format_references
 
 METRICS = ("test_rmse", "test_nmse", "test_loglik", "log_evidence")
@@ -35,6 +44,9 @@ def _used_axes(runs: pd.DataFrame) -> list[str]:
 def error_table(ds: xr.Dataset) -> pd.DataFrame:
     runs = runs_frame(ds)
     keys = ["dataset", "method", *_used_axes(runs)]
+    references = {
+        dataset: reference_label(group) for dataset, group in runs.groupby("dataset", sort=True)
+    }
     rows = []
     for values, group in runs.groupby(keys, sort=True):
         row = dict(zip(keys, values, strict=True))
@@ -46,6 +58,8 @@ def error_table(ds: xr.Dataset) -> pd.DataFrame:
             mean, se, _ = mean_se(column)
             row[f"{metric}_mean"] = mean
             row[f"{metric}_se"] = se
+        row.update(_paired(runs, row["dataset"], row["method"], group, references))
+        row["start_gain_mean"], row["start_gain_se"] = start_gain(group)
         row["published"] = format_references(row["dataset"], row["method"])
         rows.append(row)
     columns = [
@@ -53,9 +67,27 @@ def error_table(ds: xr.Dataset) -> pd.DataFrame:
         "n_runs",
         "n_not_ok",
         *(f"{m}_{s}" for m in METRICS for s in ("mean", "se")),
+        "paired_with",
+        "n_pairs",
+        *(f"{m}_diff_{s}" for m in METRICS for s in ("mean", "se")),
+        "start_gain_mean",
+        "start_gain_se",
         "published",
     ]
-    return blank_unused_axes(pd.DataFrame(rows, columns=columns))
+    table = pd.DataFrame(rows, columns=columns)
+    table["paired_with"] = table["paired_with"].astype("string")
+    table["n_pairs"] = table["n_pairs"].astype("Int64")
+    return blank_unused_axes(table)
+
+
+def _paired(runs: pd.DataFrame, dataset: str, label: str, group: pd.DataFrame, references):
+    """The paired-difference columns of one row against its dataset's reference label."""
+    reference = references[dataset]
+    if reference is None or reference == label:
+        return {"paired_with": pd.NA, **paired_columns(group, None, METRICS)}
+    partner = runs[(runs["dataset"] == dataset) & (runs["method"] == reference)]
+    columns = paired_columns(group, partner, METRICS)
+    return {"paired_with": reference if columns["n_pairs"] is not pd.NA else pd.NA, **columns}
 
 
 def blank_unused_axes(table: pd.DataFrame) -> pd.DataFrame:
@@ -69,18 +101,26 @@ def blank_unused_axes(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _fmt(mean: float, se: float) -> str:
+def _fmt(mean: float, se: float, missing: str = "–") -> str:
     if not np.isfinite(mean):
-        return "–"
+        return missing
     if not np.isfinite(se):
         return f"{mean:.4g}"
     return f"{mean:.4g} ± {se:.2g}"
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    """Markdown with 'mean ± s.e.' cells (s.e. omitted for a single run, '–' for none)."""
+    """Markdown with 'mean ± s.e.' cells (s.e. omitted for a single run, '–' for none; a
+    paired difference without pairs blank)."""
     keys = [c for c in table.columns if c in ("dataset", "method", *NOT_APPLICABLE)]
-    header = [*keys, "n runs", "n not ok", *METRICS, "published"]
+    paired = "paired_with" in table
+    differences = [f"Δ {m}" for m in METRICS] if paired else []
+    header = [*keys, "n runs", "n not ok", *METRICS]
+    header += ["paired with", "n pairs", *differences] if paired else []
+    gain = "start_gain_mean" in table
+    header += ["bound − own start"] if gain else []
+    header.append("published")
+    text = {*keys, "paired with", "published"}  # left-aligned; numbers right-aligned
     lines = [
         "# Test errors",
         "",
@@ -89,15 +129,27 @@ def to_markdown(table: pd.DataFrame) -> str:
         "targets; test_loglik = mean Gaussian log predictive density (nats); log_evidence in",
         "nats. Published values were obtained with the papers' own architectures.",
         "",
+        "Δ: mean ± standard error over pairs of the difference row − 'paired with', one pair",
+        "per run of the row with a run of the reference at the same split, seed and hidden",
+        "units (common random numbers). A dataset's reference is its diagonal vi_gauss (the",
+        "start of its fa/full Gaussians and mixtures), else its laplace, map, hmc or pbp. Blank",
+        "for the reference itself and for rows without a partner. bound − own start: the",
+        "log_evidence bound minus the one the run's fit started from (fa/full: its diagonal",
+        "fit; mixture: its one-component fit), mean ± standard error over runs.",
+        "",
         "| " + " | ".join(header) + " |",
-        "|"
-        + "|".join("---" if i < len(keys) else "---:" for i in range(len(header) - 1))
-        + "|---|",
+        "|" + "|".join("---" if h in text else "---:" for h in header) + "|",
     ]
     for _, row in table.iterrows():
         cells = ["" if pd.isna(row[k]) else str(row[k]) for k in keys]
         cells += [str(int(row["n_runs"])), str(int(row["n_not_ok"]))]
         cells += [_fmt(row[f"{m}_mean"], row[f"{m}_se"]) for m in METRICS]
+        if paired:
+            cells += ["" if pd.isna(row["paired_with"]) else str(row["paired_with"])]
+            cells += ["" if pd.isna(row["n_pairs"]) else str(int(row["n_pairs"]))]
+            cells += [_fmt(row[f"{m}_diff_mean"], row[f"{m}_diff_se"], "") for m in METRICS]
+        if gain:
+            cells.append(_fmt(row["start_gain_mean"], row["start_gain_se"], ""))
         cells.append(str(row["published"]).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

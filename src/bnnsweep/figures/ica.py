@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ._common import method_palette, new_figure, note, note_figure, runs_frame, style
+from ._common import new_figure, note, note_figure, runs_frame, style
 
 PUBLISHED = {
     "ica_toy": "thesis fig. 6.9: one log10 alpha rises about 3 orders of magnitude; 2 sources found",
@@ -110,15 +110,27 @@ def ica_alpha(ds: xr.Dataset) -> Figure:
     return fig
 
 
+def source_colours(sources) -> dict[int, tuple]:
+    """One colour per number of fitted sources I, the same in every panel, from a sequential
+    map (I is a count, not a method: the method palette's colours would claim a method)."""
+    from matplotlib import colormaps
+
+    values = sorted({int(i) for i in sources})
+    points = np.linspace(0.15, 0.85, len(values)) if len(values) > 1 else [0.5]
+    return {
+        i: tuple(colormaps["viridis"](float(x))[:3]) for i, x in zip(values, points, strict=True)
+    }
+
+
 def ica_bound_trace(ds: xr.Dataset) -> Figure:
     runs = _ica_runs(ds, "bound")
     if runs.empty or "iteration" not in ds["bound"].dims:
         return note_figure("no runs with a bound trace (method vb_ica)", "VB ICA: bound")
     panels = _panels(runs, ["dataset", "method"])
+    palette = source_colours(runs["sources"])
     with style():
         fig, axes = _grid(len(panels), 4.2, 3.4)
         for ax, ((dataset, method), group) in zip(axes, panels, strict=False):
-            palette = method_palette(group["sources"].astype(str))
             worst, worst_rel, lows = 0.0, 0.0, []
             for _, row in group.iterrows():
                 trace = ds["bound"].values[row["run"]].astype(float)
@@ -132,7 +144,7 @@ def ica_bound_trace(ds: xr.Dataset) -> Figure:
                 ax.plot(
                     np.arange(len(trace)),
                     trace,
-                    color=palette[str(row["sources"])],
+                    color=palette[int(row["sources"])],
                     linewidth=0.8,
                     label=f"I = {row['sources']}",
                 )

@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ._common import method_palette, new_figure, note_figure, outside_legend, runs_frame, style
+from ._common import new_figure, note_figure, outside_legend, run_palette, runs_frame, style
 
 
 def nrd_hidden_units(ds: xr.Dataset) -> Figure:
@@ -28,7 +28,7 @@ def nrd_hidden_units(ds: xr.Dataset) -> Figure:
     if runs.empty:
         return note_figure("no finite diag_retained_hidden", "NRD structure learning")
     names = sorted(runs["dataset"].unique())
-    palette = method_palette(runs["method"])
+    palette = run_palette(ds)
     with style():
         fig = new_figure(5.5 * len(names) + 1.5, 3.8)
         axes = fig.subplots(1, len(names), squeeze=False)[0]

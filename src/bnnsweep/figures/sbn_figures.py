@@ -243,9 +243,10 @@ def sbn_bars_loglik(ds: xr.Dataset) -> Figure:
                 x, y = zip(*means[kind], strict=True)
                 ax.plot(x, y, color=color, marker="D", label=f"{kind}: mean over restarts")
         ax.axhline(ideal, color="k", linestyle="--", label=f"ideal -H = {ideal:.3f} nats")
+        ax.set_xticks(sorted(int(m) for m in runs["m"].unique()))  # whole M, not 1.2, 1.4, ...
         ax.set_xlabel("mixture components M (M = 1: mean field)")
         ax.set_ylabel("exact ln P(v) per pattern (nats)")
-        ax.legend(fontsize="small", loc="lower right")
+        ax.legend(fontsize="small", loc="best")  # lower right hid the M = 2 points
         best = max((y for _, y in means["train"]), default=np.nan)
         ax.set_title(
             "Bars 4x4, 1-8-16 nets learned on the bound (thesis fig. 2.7)\n"

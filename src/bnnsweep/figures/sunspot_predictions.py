@@ -27,9 +27,9 @@ from ..axes import NOT_APPLICABLE
 from ._common import (
     dataset_meta,
     mean_se,
-    method_palette,
     new_figure,
     note_figure,
+    run_palette,
     runs_frame,
     style,
     usable,
@@ -93,7 +93,7 @@ def sunspot_predictions(ds: xr.Dataset) -> Figure:
     axes_used = _axis_columns(runs)
     keys = ["dataset", "method", *axes_used]
     groups = list(runs.sort_values(["seed", "split", "run"]).groupby(keys, sort=True))
-    palette = method_palette(runs["method"])
+    palette = run_palette(ds)
     with style():
         fig = new_figure(11.0, 2.9 * len(groups) + 0.6)
         axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]

@@ -101,6 +101,28 @@ def _limits(ranges: list[tuple[float, ...]]) -> tuple[float, float] | None:
     return max(lo - 0.6 * span, band_lo - 0.05 * span), min(hi + 0.6 * span, band_hi + 0.05 * span)
 
 
+def _legend_handles(drawn: set[str]) -> list:
+    """Legend entries for what some panel draws, in grey: each panel draws in its method's
+    colour (named in its title), so a coloured entry would claim one method's colour for
+    all of them."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    kinds = [
+        (f"±{BAND_SD:g} s.d. (incl. noise)", Patch(facecolor="0.5", alpha=0.3, linewidth=0)),
+        ("posterior draws", Line2D([], [], color="0.5", linewidth=0.5)),
+        ("predictive mean", Line2D([], [], color="0.5", linewidth=1.8)),
+        ("test targets", Line2D([], [], color="0.2", linewidth=0.8)),
+        ("training data", Line2D([], [], color="black", marker="o", markersize=4, linestyle="")),
+    ]
+    handles = []
+    for label, handle in kinds:
+        if label in drawn:
+            handle.set_label(label)
+            handles.append(handle)
+    return handles
+
+
 def toy_regression(ds: xr.Dataset) -> Figure:
     runs = runs_frame(ds)
     if runs.empty or "x_test" not in ds:
@@ -156,12 +178,17 @@ def toy_regression(ds: xr.Dataset) -> Figure:
             limits = _limits(ranges)
             if limits is not None:
                 axes[i, 0].set_ylim(*limits)
-        for ax in axes.ravel():
-            handles, labels = ax.get_legend_handles_labels()
-            if handles:
-                fig.legend(
-                    handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize="small"
-                )
-                break
-        fig.suptitle(f"Predictive mean, ±{BAND_SD:g} s.d. band and posterior function draws")
+        drawn = {label for ax in axes.ravel() for label in ax.get_legend_handles_labels()[1]}
+        handles = _legend_handles(drawn)
+        if handles:
+            fig.legend(
+                handles=handles,
+                loc="upper left",
+                bbox_to_anchor=(1.0, 0.95),
+                fontsize="small",
+                title="colour: the panel's method",
+                title_fontsize="small",
+            )
+        draws = " and posterior function draws" if "posterior draws" in drawn else ""
+        fig.suptitle(f"Predictive mean, ±{BAND_SD:g} s.d. band{draws}")
     return fig
