@@ -162,7 +162,6 @@ class ADF:
             softmax_bound=settings.softmax_approximation == "bound",
             mc_samples=int(settings.mc_samples),
             prior_precision=float(getattr(settings, "prior_precision", 0.0)),
-            one_array_update=len(splits) == 1,  # the faster kernel layout (same numbers)
         )
         self.monte_carlo = self.likelihood == "softmax" and not self.config.softmax_bound
         R = len(splits)
