@@ -162,7 +162,6 @@ class ADF:
             softmax_bound=settings.softmax_approximation == "bound",
             mc_samples=int(settings.mc_samples),
             prior_precision=float(getattr(settings, "prior_precision", 0.0)),
-            one_array_update=len(splits) == 1,  # the faster kernel layout (same numbers)
         )
         self.monte_carlo = self.likelihood == "softmax" and not self.config.softmax_bound
         R = len(splits)
@@ -365,7 +364,78 @@ class ADF:
             result.flag(
                 "ok", "rejected updates: " + ", ".join(f"{k} {v}" for k, v in rejected.items())
             )
+        visits = int(s.epochs * self.n_train[r])
+        fit_ratio = train_rmse_ratio(train["mean"], split.y_train) if gaussian else None
+        result.diagnostics.update(
+            rejected_weight_update_share=counts["rejected_weight_updates"] / visits,
+            train_rmse_ratio=float("nan") if fit_ratio is None else fit_ratio,
+        )
+        flag_unstable(result, counts["rejected_weight_updates"], visits, fit_ratio)
         return result  # non-finite predictions are flagged by the runner, for every method
+
+
+# Measured on uci_adf_deep_small.yaml (twice: 48 cells each) and on PBP with one hidden
+# layer (75 runs: boston, energy, yacht x 20 splits; concrete, wine_red, kin8nm x 5) and two
+# (35 more runs: splits 3-9 of boston, concrete, energy, yacht, wine_red). Healthy PBP runs
+# reject 0 to 0.30% weight updates per point visit (the most: yacht split 8, two layers, test
+# RMSE 0.75) and fit the training targets with RMSE 0.04 to 0.74 of their standard deviation
+# (the most: wine_red). The troubled five-layer PBP runs reject 0.48% to 33% (one exploded run
+# 0.036%) and either explode (ratio 4e6 to 4e9, test RMSE 1e8 to 4e12) or collapse to about
+# the training mean (ratio 0.63 to 1.0); EBP rejects none.
+
+REJECTED_SHARE_LIMIT = 1e-2
+"""Rejected weight updates per point visit (epochs x training points) above which a run is
+``not_converged``: three times the most a healthy run showed."""
+
+NO_FIT_SHARE = 1e-3
+NO_FIT_RATIO = 0.9
+"""A run that rejects more than ``NO_FIT_SHARE`` weight updates per point visit (a third of
+the healthy maximum) and fits the training targets hardly better than their mean
+(``train_rmse_ratio`` above ``NO_FIT_RATIO``; no healthy run above 0.74) is
+``not_converged`` too: the filter collapsed."""
+
+TRAIN_RMSE_LIMIT = 3.0
+"""``train_rmse_ratio`` above which a Gaussian run is ``diverged`` (its predictions exploded):
+predicting the training mean scores 1, healthy runs at most 0.74, exploded runs 4e6 and more."""
+
+
+def train_rmse_ratio(mean: np.ndarray, y: np.ndarray) -> float:
+    """RMSE of the predictive mean ``mean`` at the training targets ``y`` (N, P) over the RMSE
+    of predicting their mean (their standard deviation), pooled over outputs."""
+    spread = float(np.sqrt(np.mean((y - y.mean(axis=0)) ** 2)))
+    rmse = float(np.sqrt(np.mean((mean - y) ** 2)))
+    return rmse / spread if spread > 0 else float("inf") if rmse > 0 else 0.0
+
+
+def flag_unstable(result: FitResult, rejected: int, visits: int, fit_ratio: float | None) -> None:
+    """The status of an ADF run in numerical trouble (the filter's own checks keep every
+    value finite, so such a run would otherwise be ``ok``). ``rejected`` weight updates (eq. 6
+    gave a non-positive variance or a non-finite value) in ``visits`` point visits;
+    ``fit_ratio`` the ``train_rmse_ratio`` of the predictive mean (not finite counts as
+    exploded; None for the likelihoods without a Gaussian predictive, which are judged by the
+    rejections alone). ``not_converged`` when the share of rejections exceeds
+    ``REJECTED_SHARE_LIMIT``, or ``NO_FIT_SHARE`` with a fit no better than ``NO_FIT_RATIO``;
+    ``diverged`` when ``fit_ratio`` exceeds ``TRAIN_RMSE_LIMIT``."""
+    share = rejected / visits if visits else 0.0
+    no_fit = fit_ratio is not None and not fit_ratio <= NO_FIT_RATIO
+    rejections = f"{rejected} weight updates rejected in {visits} point visits ({share:.2%}"
+    if share > REJECTED_SHARE_LIMIT:
+        result.flag(
+            "not_converged",
+            f"{rejections}, above {REJECTED_SHARE_LIMIT:.0%}): the filter was unstable",
+        )
+    elif share > NO_FIT_SHARE and no_fit:
+        result.flag(
+            "not_converged",
+            f"{rejections}, above {NO_FIT_SHARE:.1%}) and a training RMSE {fit_ratio:.3g} "
+            f"times the targets' standard deviation: the filter collapsed",
+        )
+    if fit_ratio is not None and not fit_ratio <= TRAIN_RMSE_LIMIT:
+        result.flag(
+            "diverged",
+            f"training RMSE {fit_ratio:.3g} times the training targets' standard deviation "
+            f"(above {TRAIN_RMSE_LIMIT:g}): the predictions exploded",
+        )
 
 
 def fit_many(splits, settings: ADFSettings, rngs, log=print) -> list[FitResult]:
@@ -419,6 +489,7 @@ __all__ = [
     "PBPSettings",
     "accepted_tasks",
     "fit",
+    "flag_unstable",
     "fit_many",
     "n_classes_of",
     "work",

@@ -33,7 +33,6 @@ class FilterConfig(NamedTuple):
     softmax_bound: bool = False  # softmax: the log bound (eq. 14-15) instead of Monte Carlo
     mc_samples: int = 10  # softmax Monte Carlo samples per point (eq. 16-18)
     prior_precision: float = 0.0  # EBP's fixed prior precision lambda
-    one_array_update: bool = True  # eq. 6's (m', v') as one array (see updates.adf_update)
 
 
 class FilterState(NamedTuple):
@@ -88,9 +87,7 @@ def point_update(cfg: FilterConfig, state: FilterState, x, y, active, key) -> Fi
     grads_m, grads_v = backward(state.means, state.variances, cache, g_nu, g_psi)
     means, variances, rejected = [], [], jnp.zeros((), dtype=jnp.int64)
     for m, v, g_m, g_v in zip(state.means, state.variances, grads_m, grads_v, strict=True):
-        m_new, v_new, ok = adf_update(
-            m, v, g_m, g_v, cfg.fixed_variance, one_array=cfg.one_array_update
-        )
+        m_new, v_new, ok = adf_update(m, v, g_m, g_v, cfg.fixed_variance)
         means.append(m_new)
         variances.append(v_new)
         rejected += jnp.sum(~ok)

@@ -162,6 +162,19 @@ def forward(means, variances, x, keep: bool = False):
     raise AssertionError("unreachable")
 
 
+def _materialised(x):
+    """x itself, as a sum of x and zeros over a new axis of two (exact: only a -0 becomes +0),
+    so that the compiled program computes it once into an array of its own.
+
+    XLA's CPU fusion otherwise inlines the chain producing a per-unit quantity (the output
+    gradients of a layer, computed from the relu moments and the likelihood) into every
+    per-weight consumer, recomputing it once per weight of the unit's row (D times) in each of
+    the weight updates' loops; a reduction is not inlined into its consumers
+    (``jax.lax.optimization_barrier`` is removed by the compiler before fusion here).
+    20 Boston splits batched: 54 -> 35 ms per epoch."""
+    return jnp.sum(jnp.stack([x, jnp.zeros_like(x)]), axis=0)
+
+
 @jax.jit
 def backward(means, variances, cache, g_nu, g_psi):
     """Gradients (lists like ``means``) of a function of the output given its derivatives
@@ -172,6 +185,7 @@ def backward(means, variances, cache, g_nu, g_psi):
     grads_v: list = [None] * len(means)
     for layer in range(len(means) - 1, -1, -1):
         m, v = means[layer], variances[layer]
+        g_mu, g_tau = _materialised(g_mu), _materialised(g_tau)
         zm1, zv1, second, _ = cache[layer]
         fan_in = m.shape[-1]
         sq = np.sqrt(fan_in)

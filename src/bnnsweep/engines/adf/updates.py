@@ -17,27 +17,23 @@ MIN_VARIANCE = 1e-100
 MAX_CAVITY_VARIANCE = 1e6
 
 
-def adf_update(m, v, g_m, g_v, fixed_variance: bool = False, one_array: bool = True):
+def adf_update(m, v, g_m, g_v, fixed_variance: bool = False):
     """New (m, v) of one weight array by eq. 6 and the mask of accepted elements.
 
     An element whose new variance is not positive, or whose new mean or variance is not
     finite, keeps its old (m, v) (the caller counts the rejections). With ``fixed_variance``
     (EBP) only the mean moves and v stays as it is.
 
-    With ``one_array`` the candidate (m', v') are computed once, as one stacked array behind
-    an optimization barrier, so that the acceptance test, the two selects and the caller's
-    rejection count read it instead of each recomputing the chain from the gradients (fewest
-    kernels: fastest for one replicate). Without it XLA recomputes the chain inside each
-    consumer, which is faster for a vmapped batch of replicates (the stacked array's loop
-    vectorises worse there). The arithmetic is the same either way.
+    The compiler recomputes the candidate (m', v') inside each consumer (the acceptance test,
+    the two selects, the caller's rejection count): with the layer's output gradients computed
+    once (``network.backward``) that chain is a few operations per weight, and this is faster
+    than computing (m', v') once into a stacked array, for one replicate as for a batch.
     """
     m_new = m + v * g_m
     if fixed_variance:
         ok = jnp.isfinite(m_new)
         return jnp.where(ok, m_new, m), v, ok
     v_new = v - v * v * (g_m * g_m - 2.0 * g_v)
-    if one_array:
-        m_new, v_new = jax.lax.optimization_barrier(jnp.stack([m_new, v_new]))
     ok = jnp.isfinite(m_new) & jnp.isfinite(v_new) & (v_new > MIN_VARIANCE)
     return jnp.where(ok, m_new, m), jnp.where(ok, v_new, v), ok
 
