@@ -10,6 +10,12 @@ positive-definite Hessian) or run, and per method the mean +- s.e. of the runs' 
 The test error is MSE / noise variance when the dataset's noise level is known (with the
 theoretical minimum 1 when the test targets are noisy), otherwise RMSE. Diverged runs and
 runs without a hidden-units axis are left out.
+
+Where a dataset holds laplace runs with different evidence-framework settings (labels run
+with ``method: laplace``, e.g. today's default beside paper 001 sec. 4 as written), a note
+under panel (a) gives each label's settings and its paired difference from ``laplace`` at
+the two largest H, beside those of the evidence-only elements re-evaluated at laplace's own
+modes (``laplace_elements``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ._common import (
     test_targets_noisy,
     usable,
 )
+from .laplace_elements import describe, element_effects, framework_of
 
 MEMBER_SIZE = 36
 RUN_SIZE = 32
@@ -205,6 +212,45 @@ def _legend_handles(palette: dict, methods, members: pd.DataFrame, most_seeds: i
     return handles
 
 
+def _framework_note(ds: xr.Dataset, d_runs: pd.DataFrame, name: str) -> str | None:
+    """Each laplace label's framework settings and, at the two largest H, its mean +- s.e.
+    paired difference from the ``laplace`` label; None unless the settings differ."""
+    if "method_name" not in d_runs or "resolved_settings_json" not in d_runs:
+        return None
+    laplace = d_runs[d_runs["method_name"] == "laplace"]
+    frameworks = {
+        label: framework_of(str(group["resolved_settings_json"].iloc[0]))
+        for label, group in laplace.groupby("method", sort=True)
+    }
+    if len({tuple(f.items()) for f in frameworks.values()}) < 2:
+        return None
+    lines = ["Laplace evidence framework per label:"]
+    lines += [f"  {label}: {describe(f)}" for label, f in frameworks.items()]
+    if "laplace" not in frameworks:
+        return "\n".join(lines)
+    subset = ds.isel(run=np.flatnonzero(ds["dataset"].values.astype(str) == name))
+    effects = element_effects(subset)
+    top = sorted(effects["hidden"].unique())[-2:]
+    lines.append(
+        "ln p(D) minus laplace's, paired by seed, at H = "
+        + " / ".join(str(h) for h in top)
+        + " (mean ± s.e.; 'laplace | x' re-scores laplace's own modes with setting x):"
+    )
+    for variant, group in effects.groupby("variant", sort=True):
+        if variant == "laplace":
+            continue
+        by_h = group.set_index("hidden")
+        cells = []
+        for h in top:
+            if h in by_h.index and np.isfinite(by_h.loc[h, "minus_laplace"]):
+                d, se = by_h.loc[h, "minus_laplace"], by_h.loc[h, "minus_laplace_se"]
+                cells.append(f"{d:+.1f} ± {se:.1f}" if np.isfinite(se) else f"{d:+.1f}")
+            else:
+                cells.append("-")
+        lines.append(f"  {variant}: " + " / ".join(cells))
+    return "\n".join(lines)
+
+
 def occam_hill(ds: xr.Dataset) -> Figure:
     all_runs = runs_frame(ds)
     palette = method_palette(all_runs["method"])
@@ -225,5 +271,18 @@ def occam_hill(ds: xr.Dataset) -> Figure:
                 most_seeds = int(d_runs.groupby(["method", "hidden"]).size().max())
                 handles = _legend_handles(palette, methods, d_members, most_seeds)
                 outside_legend(axes[row, 1], handles, "method / marker")
+            framework = _framework_note(ds, d_runs, name)
+            if framework:
+                axes[row, 0].text(
+                    0.0,
+                    -0.16,
+                    framework,
+                    transform=axes[row, 0].transAxes,
+                    ha="left",
+                    va="top",
+                    fontsize="x-small",
+                    family="monospace",
+                    color="0.2",
+                )
         fig.suptitle("Occam hill: log evidence and test error against hidden units")
     return fig
