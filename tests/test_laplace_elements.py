@@ -99,8 +99,13 @@ def test_paired_differences_from_the_reference(merged):
 
 def test_occam_hill_names_each_labels_framework(merged):
     fig = occam_hill(merged)
-    texts = "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    texts = "\n".join(t.get_text() for t in fig.texts)
     assert "laplace: ln|A|: exact, gamma: clipped, Gamma hyperpriors" in texts
     assert "laplace_paper: ln|A|: exact, gamma: exact, hyperpriors neglected" in texts
     assert "every mode found" in texts
     assert "laplace | symmetry=none" in texts
+    assert "[today's default]" in texts
+    assert (
+        "laplace_paper: ln|A|: exact, gamma: exact, hyperpriors neglected, + ln h! 2^h, "
+        "every mode found  [paper 001 sec. 4 as written]" in texts
+    )
