@@ -127,6 +127,7 @@ def element_effects(ds: xr.Dataset, reference: str = "laplace") -> pd.DataFrame:
                 "n": n,
                 f"minus_{reference}": d_mean,
                 f"minus_{reference}_se": d_se,
+                f"minus_{reference}_n": d_n,
             }
         )
     return pd.DataFrame(rows)

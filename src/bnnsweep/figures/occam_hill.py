@@ -253,6 +253,8 @@ def _framework_note(ds: xr.Dataset, d_runs: pd.DataFrame, name: str) -> str | No
         return "\n".join(lines)
     subset = ds.isel(run=np.flatnonzero(ds["dataset"].values.astype(str) == name))
     effects = element_effects(subset)
+    seeds = laplace[laplace["method"] == "laplace"].groupby("hidden")["seed"].nunique()
+    effects["n_seeds"] = effects["hidden"].map(seeds).fillna(0).astype(int)
     top = sorted(effects["hidden"].unique())[-2:]
     lines.append(
         "ln p(D) minus laplace's, paired by seed, at H = "
@@ -267,7 +269,9 @@ def _framework_note(ds: xr.Dataset, d_runs: pd.DataFrame, name: str) -> str | No
         for h in top:
             if h in by_h.index and np.isfinite(by_h.loc[h, "minus_laplace"]):
                 d, se = by_h.loc[h, "minus_laplace"], by_h.loc[h, "minus_laplace_se"]
-                cells.append(f"{d:+.1f} ± {se:.1f}" if np.isfinite(se) else f"{d:+.1f}")
+                cell = f"{d:+.1f} ± {se:.1f}" if np.isfinite(se) else f"{d:+.1f}"
+                n, seeds = int(by_h.loc[h, "minus_laplace_n"]), int(by_h.loc[h, "n_seeds"])
+                cells.append(cell if n == seeds else f"{cell} (n = {n})")
             else:
                 cells.append("-")
         lines.append(f"  {variant}: " + " / ".join(cells))
