@@ -10,6 +10,12 @@ positive-definite Hessian) or run, and per method the mean +- s.e. of the runs' 
 The test error is MSE / noise variance when the dataset's noise level is known (with the
 theoretical minimum 1 when the test targets are noisy), otherwise RMSE. Diverged runs and
 runs without a hidden-units axis are left out.
+
+Where a dataset holds laplace runs with different evidence-framework settings (labels run
+with ``method: laplace``, e.g. today's default beside paper 001 sec. 4 as written), a note
+under panel (a) gives each label's settings and its paired difference from ``laplace`` at
+the two largest H, beside those of the evidence-only elements re-evaluated at laplace's own
+modes (``laplace_elements``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ._common import (
     test_targets_noisy,
     usable,
 )
+from .laplace_elements import describe, element_effects, framework_of
 
 MEMBER_SIZE = 36
 RUN_SIZE = 32
@@ -205,6 +212,94 @@ def _legend_handles(palette: dict, methods, members: pd.DataFrame, most_seeds: i
     return handles
 
 
+PAPER_001 = {"hessian": "exact", "gamma_hessian": "exact", "evidence": "paper",
+             "symmetry": "factor", "modes": "all"}  # fmt: skip
+"""Paper 001 sec. 4 as written: A = grad grad E in eqs. 10-11, hyperpriors neglected
+(footnote 1), ln h! + h ln 2, the evidences of all modes found summed."""
+
+
+def _which(framework: dict[str, str]) -> str:
+    from .laplace_elements import framework_of
+
+    if framework == PAPER_001:
+        return "  [paper 001 sec. 4 as written]"
+    if framework == framework_of("{}"):
+        return "  [today's default]"
+    return ""
+
+
+def _framework_note(ds: xr.Dataset, d_runs: pd.DataFrame, name: str) -> str | None:
+    """Each laplace label's framework settings and, at the two largest H, its mean +- s.e.
+    paired difference from the ``laplace`` label; None unless the settings differ."""
+    if "method_name" not in d_runs or "resolved_settings_json" not in d_runs:
+        return None
+    laplace = d_runs[d_runs["method_name"] == "laplace"]
+    frameworks = {
+        label: framework_of(str(group["resolved_settings_json"].iloc[0]))
+        for label, group in laplace.groupby("method", sort=True)
+    }
+    if len({tuple(f.items()) for f in frameworks.values()}) < 2:
+        return None
+    lines = [f"{name}: Laplace evidence framework per label"]
+    lines += [f"  {label}: {describe(f)}{_which(f)}" for label, f in frameworks.items()]
+    for label, group in laplace.groupby("method", sort=True):
+        missing = group[~np.isfinite(group["log_evidence"].to_numpy(float))]
+        for hidden, runs in missing.groupby("hidden", sort=True):
+            lines.append(
+                f"  {label}: no mode with a positive-definite Hessian at H = {hidden} in "
+                f"{len(runs)} of {int((group['hidden'] == hidden).sum())} seeds (no evidence)"
+            )
+    if "laplace" not in frameworks:
+        return "\n".join(lines)
+    subset = ds.isel(run=np.flatnonzero(ds["dataset"].values.astype(str) == name))
+    effects = element_effects(subset)
+    seeds = laplace[laplace["method"] == "laplace"].groupby("hidden")["seed"].nunique()
+    effects["n_seeds"] = effects["hidden"].map(seeds).fillna(0).astype(int)
+    top = sorted(effects["hidden"].unique())[-2:]
+    lines.append(
+        "ln p(D) minus laplace's, paired by seed, at H = "
+        + " / ".join(str(h) for h in top)
+        + " (mean ± s.e.; 'laplace | x' re-scores laplace's own modes with setting x):"
+    )
+    for variant, group in effects.groupby("variant", sort=True):
+        if variant == "laplace" or ("|" in variant and not variant.startswith("laplace |")):
+            continue
+        by_h = group.set_index("hidden")
+        cells = []
+        for h in top:
+            if h in by_h.index and np.isfinite(by_h.loc[h, "minus_laplace"]):
+                d, se = by_h.loc[h, "minus_laplace"], by_h.loc[h, "minus_laplace_se"]
+                cell = f"{d:+.1f} ± {se:.1f}" if np.isfinite(se) else f"{d:+.1f}"
+                n, seeds = int(by_h.loc[h, "minus_laplace_n"]), int(by_h.loc[h, "n_seeds"])
+                cells.append(cell if n == seeds else f"{cell} (n = {n})")
+            else:
+                cells.append("-")
+        lines.append(f"  {variant}: " + " / ".join(cells))
+    return "\n".join(lines)
+
+
+def _zoom(ax, runs: pd.DataFrame, palette: dict) -> None:
+    """An inset of the mean lines from the H of the highest mean on, where the hill's top
+    would otherwise be squeezed by the small networks' far lower evidence."""
+    runs = runs[np.isfinite(runs["log_evidence"].to_numpy(float))]
+    if runs.empty:
+        return
+    means = runs.groupby(["method", "hidden"])["log_evidence"].mean()
+    top = means.max()
+    h_peak = int(means.idxmax()[1])
+    near = means[means > top - 100.0].index.get_level_values("hidden")
+    start = min(h_peak, int(near.min()))
+    if start == runs["hidden"].min():
+        return
+    inset = ax.inset_axes([0.42, 0.1, 0.55, 0.55])
+    part = runs[runs["hidden"] >= start]
+    for method, group in part.groupby("method", sort=True):
+        _mean_line(inset, group, "log_evidence", 0.0, palette[method])
+    inset.set_xticks(sorted(part["hidden"].unique()))
+    inset.tick_params(labelsize="x-small")
+    inset.set_title(f"zoom: H >= {start}", fontsize="x-small")
+
+
 def occam_hill(ds: xr.Dataset) -> Figure:
     all_runs = runs_frame(ds)
     palette = method_palette(all_runs["method"])
@@ -216,6 +311,7 @@ def occam_hill(ds: xr.Dataset) -> Figure:
     with style():
         fig = new_figure(12.5, 4.4 * len(names))
         axes = fig.subplots(len(names), 2, squeeze=False)
+        notes = []
         for row, name in enumerate(names):
             d_runs = runs[runs["dataset"] == name]
             d_members = members[members["dataset"] == name]
@@ -225,5 +321,12 @@ def occam_hill(ds: xr.Dataset) -> Figure:
                 most_seeds = int(d_runs.groupby(["method", "hidden"]).size().max())
                 handles = _legend_handles(palette, methods, d_members, most_seeds)
                 outside_legend(axes[row, 1], handles, "method / marker")
+            framework = _framework_note(ds, d_runs, name)
+            if framework:
+                notes.append(framework)
+                _zoom(axes[row, 0], d_runs, palette)
+        if notes:  # below the figure: tight_layout leaves it alone, bbox_inches takes it in
+            fig.text(0.01, 0.0, "\n\n".join(notes), ha="left", va="top",
+                     fontsize="small", family="monospace", color="0.15")  # fmt: skip
         fig.suptitle("Occam hill: log evidence and test error against hidden units")
     return fig

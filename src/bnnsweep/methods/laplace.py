@@ -2,10 +2,22 @@
 thesis sec. 5.3.2).
 
 Per restart: find the MAP weights by quasi-Newton at fixed (alpha, beta), re-estimate the
-hyperparameters from the exact Hessian (gamma_k), alternate until converged, then evaluate the
-log evidence of the mode (paper 001 eq. 11 with ln h! + h ln 2). Distinct modes are combined
-by log-sum-exp, as the paper sums the evidences of the distinct solutions found. Predictions
-linearise the network at the mode: mean y(x; w*), variance 1/beta + g^T A^{-1} g.
+hyperparameters from the well-determined counts gamma_k, alternate until converged, then
+evaluate the log evidence of the mode (paper 001 eq. 11 with ln h! + h ln 2). Distinct modes
+are combined by log-sum-exp, as the paper sums the evidences of the distinct solutions found.
+Predictions linearise the network at the mode: mean y(x; w*), variance 1/beta + g^T A^{-1} g
+with the exact Hessian A.
+
+The elements of the evidence framework are settings (defaults: today's procedure):
+``hessian`` the A in -1/2 ln|A| of eq. 11 (``exact``, ``clipped``: negative data curvature
+clipped at zero, ``gauss_newton``: beta J^T J + diag(alpha), MacKay 1992);
+``gamma_hessian`` the A in gamma_k = W_k - alpha_k Tr_k(A^{-1}) of eq. 10, used in the
+re-estimation and the evidence's width terms (default ``clipped``); ``evidence`` the
+hyperpriors (``full``: Gamma hyperpriors in re-estimation and evidence; ``paper``: neglected,
+flat in ln alpha, ln beta, footnote 1 and eq. 11); ``symmetry`` whether ln h! 2^h is added
+(``factor``) or not (``none``); ``modes`` which converged restarts are summed (``distinct``:
+one per symmetry class; ``all``: every restart, as the paper assumes each was found once).
+A mode whose exact Hessian is not positive definite (not a minimum) is never counted.
 """
 
 from __future__ import annotations
@@ -17,8 +29,9 @@ from scipy.special import logsumexp
 
 from ..datasets.base import Split
 from ..engines.evidence.laplace import (
-    DataCurvature,
+    HESSIANS,
     HessianFactor,
+    ModeHessians,
     distinct_modes,
     hyper_width_terms,
     log_evidence_fixed_hyper,
@@ -50,6 +63,10 @@ class LaplaceSettings(ModelSettings):
     prediction: str = "best"
     mode_rtol: float = 1e-3
     newton_steps: int = 100
+    hessian: str = "exact"
+    gamma_hessian: str = "clipped"
+    symmetry: str = "factor"
+    modes: str = "distinct"
 
     def validate(self) -> None:
         super().validate()
@@ -60,6 +77,10 @@ class LaplaceSettings(ModelSettings):
             check_positive(key, getattr(self, key))
         check_choice("evidence", self.evidence, ("full", "paper"))
         check_choice("prediction", self.prediction, ("best", "mixture"))
+        check_choice("hessian", self.hessian, HESSIANS)
+        check_choice("gamma_hessian", self.gamma_hessian, HESSIANS)
+        check_choice("symmetry", self.symmetry, ("factor", "none"))
+        check_choice("modes", self.modes, ("distinct", "all"))
 
 
 @dataclass
@@ -77,13 +98,16 @@ class Mode:
     n_evals: int
     n_negative_curvature: int = 0
     clipped_logdet_shift: float = 0.0
+    logdets: dict[str, float] | None = None
 
 
-def curvature_at(objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float):
-    """The Hessian factor, its data-curvature decomposition and gamma at weights ``w``."""
-    factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
-    curvature = DataCurvature.of(factor, objective.prior.per_weight(alpha))
-    return factor, curvature, well_determined(curvature, objective.prior, alpha)
+def curvature_at(
+    objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float, gamma_hessian: str
+) -> tuple[ModeHessians, np.ndarray]:
+    """The Hessian variants at weights ``w`` and gamma from the ``gamma_hessian`` variant."""
+    hessians = ModeHessians.at(objective, w, alpha, beta)
+    gamma = well_determined(hessians.matrix(gamma_hessian), objective.prior, alpha)
+    return hessians, gamma
 
 
 def evidence_procedure(
@@ -99,7 +123,7 @@ def evidence_procedure(
             objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
         )
         w, n_evals = found.w, n_evals + found.n_evals
-        _, _, gamma = curvature_at(objective, w, alpha, beta)
+        _, gamma = curvature_at(objective, w, alpha, beta, s.gamma_hessian)
         new_alpha, new_beta = reestimate(objective, w, gamma, noise_prior, use_hyperprior)
         change = max(
             float(np.max(np.abs(np.log(new_alpha / alpha)))), abs(float(np.log(new_beta / beta)))
@@ -116,18 +140,21 @@ def evidence_procedure(
         objective, w, alpha, beta, s.max_iter, s.tol, newton_polish=s.newton_steps
     )
     w, n_evals = found.w, n_evals + found.n_evals
-    factor, curvature, gamma = curvature_at(objective, w, alpha, beta)
+    hessians, gamma = curvature_at(objective, w, alpha, beta, s.gamma_hessian)
+    factor, curvature = hessians.exact, hessians.curvature
+    logdets = {kind: hessians.logdet(kind) for kind in HESSIANS}
     if factor.positive_definite:
         net = objective.network
+        symmetry = symmetry_log_factor(net.n_hidden, net.activation.odd)
         log_ev = (
-            log_evidence_fixed_hyper(objective, w, factor, alpha, beta)
-            + symmetry_log_factor(net.n_hidden, net.activation.odd)
+            log_evidence_fixed_hyper(objective, w, logdets[s.hessian], alpha, beta)
+            + (symmetry if s.symmetry == "factor" else 0.0)
             + hyper_width_terms(objective, alpha, beta, gamma, noise_prior, s.evidence)
         )
     else:
         log_ev = float("nan")
     return Mode(w, alpha, beta, gamma, factor, float(log_ev), converged, cycle, n_evals,
-                curvature.n_negative, curvature.clipped_logdet_shift(factor))  # fmt: skip
+                curvature.n_negative, curvature.clipped_logdet_shift(factor), logdets)  # fmt: skip
 
 
 def predict(objective: PenalisedError, mode: Mode, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,7 +183,10 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
         modes.append(evidence_procedure(objective, noise_prior, w0, settings, log))
 
     pd = np.array([m.factor.positive_definite for m in modes])
-    distinct = distinct_modes(objective, [m.w for m in modes], settings.mode_rtol) & pd
+    if settings.modes == "distinct":
+        distinct = distinct_modes(objective, [m.w for m in modes], settings.mode_rtol) & pd
+    else:
+        distinct = pd.copy()
     log_ev = np.array([m.log_evidence for m in modes])
     preds = [predict(objective, m, split.x_test) for m in modes]
     train = [predict(objective, m, split.x_train) for m in modes]
@@ -223,6 +253,10 @@ def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=p
                 ("mode",),
                 np.array([m.clipped_logdet_shift for m in modes]),
             ),
+            **{
+                f"mode_logdet_{kind}": (("mode",), np.array([m.logdets[kind] for m in modes]))
+                for kind in HESSIANS
+            },
             "mode_penalised_error": (
                 ("mode",),
                 np.array([objective.value(m.w[None, :], m.alpha, m.beta)[0] for m in modes]),

@@ -7,7 +7,8 @@ so that -ln p(w | D, alpha, beta) = M(w) + const. Value, gradient and the exact 
 
 A = beta (J^T J + sum_n sum_p r_np d^2 y_np / dw dw) + diag(alpha)
 
-are vectorised over a leading batch of weight vectors (B, W).
+and its outer-product (Gauss-Newton) part beta J^T J + diag(alpha) (MacKay 1992; Bishop 1995
+sec. 4.10.2) are vectorised over a leading batch of weight vectors (B, W).
 """
 
 from __future__ import annotations
@@ -95,13 +96,18 @@ class PenalisedError:
         grad = beta_b[:, None] * g + a_w * w
         return value, grad
 
+    def outer_product_data_hessian(self, w: np.ndarray) -> np.ndarray:
+        """J^T J = sum_n sum_p grad y_np grad y_np^T, the Gauss-Newton part of the Hessian of
+        E_D (exact where the residuals vanish or the network is linear in w), (B, W, W)."""
+        J = self.network.jacobian(np.atleast_2d(w), self.x)
+        Jf = J.reshape(J.shape[0], -1, J.shape[-1])
+        return np.matmul(Jf.transpose(0, 2, 1), Jf)
+
     def data_hessian(self, w: np.ndarray) -> np.ndarray:
         """Exact Hessian of E_D, shape (B, W, W)."""
         w = np.atleast_2d(w)
         net = self.network
-        J = net.jacobian(w, self.x)
-        Jf = J.reshape(J.shape[0], -1, J.shape[-1])
-        Hd = np.matmul(Jf.transpose(0, 2, 1), Jf)
+        Hd = self.outer_product_data_hessian(w)
         if net.n_hidden == 0:
             return Hd
         I, H = net.n_inputs, net.n_hidden
@@ -132,11 +138,19 @@ class PenalisedError:
         Hd[:, cols, rows] += uv
         return Hd
 
+    def _add_prior(self, w, data_part, alpha, beta) -> np.ndarray:
+        A = np.asarray(beta, dtype=float).reshape(-1, 1, 1) * data_part
+        idx = np.arange(self.network.n_weights)
+        A[:, idx, idx] += self._alpha_w(alpha, w.shape[0])
+        return A
+
     def hessian(self, w, alpha, beta) -> np.ndarray:
         """Exact Hessian A of M(w), shape (B, W, W)."""
         w = np.atleast_2d(w)
-        A = np.asarray(beta, dtype=float).reshape(-1, 1, 1) * self.data_hessian(w)
-        a_w = self._alpha_w(alpha, w.shape[0])
-        idx = np.arange(self.network.n_weights)
-        A[:, idx, idx] += a_w
-        return A
+        return self._add_prior(w, self.data_hessian(w), alpha, beta)
+
+    def gauss_newton_hessian(self, w, alpha, beta) -> np.ndarray:
+        """Outer-product (Gauss-Newton) approximation beta J^T J + diag(alpha) to A, (B, W, W):
+        positive definite for any w and alpha > 0."""
+        w = np.atleast_2d(w)
+        return self._add_prior(w, self.outer_product_data_hessian(w), alpha, beta)

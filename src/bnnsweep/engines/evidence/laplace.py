@@ -89,20 +89,55 @@ class DataCurvature:
         return -0.5 * (float(np.linalg.slogdet(self.A_plus)[1]) - factor.logdet())
 
 
-def well_determined(curvature: DataCurvature, prior, alpha: np.ndarray) -> np.ndarray:
-    """gamma_k = W_k - alpha_k Tr_k(A+^{-1}) (paper 001 eq. 10; Bishop 1995 sec. 10.4).
+def well_determined(A_gamma: np.ndarray, prior, alpha: np.ndarray) -> np.ndarray:
+    """gamma_k = W_k - alpha_k Tr_k(A^{-1}) (paper 001 eq. 10; Bishop 1995 sec. 10.4), with A
+    the Hessian variant ``A_gamma`` (``ModeHessians.matrix``), clipped to [0, W_k].
 
-    A+ = V max(Lambda, 0) V^T + diag(alpha) is the Hessian with the eigenvalues of the data
-    term beta grad grad E_D = V Lambda V^T clipped at zero (MacKay 1992, as NETLAB's evidence
-    procedure does). With one alpha this is gamma = sum_i lambda_i+ / (lambda_i+ + alpha), a
-    count in [0, W]. Unclipped, a data eigenvalue near -alpha (possible at a mode of the
+    Today's default is A+ = V max(Lambda, 0) V^T + diag(alpha), the Hessian with the
+    eigenvalues of the data term beta grad grad E_D = V Lambda V^T clipped at zero (as
+    NETLAB's evidence procedure does); the outer-product beta J^T J + diag(alpha) is MacKay's
+    (1992). With either and one alpha, gamma = sum_i lambda_i+ / (lambda_i+ + alpha), a count
+    in [0, W]. With the exact A, a data eigenvalue near -alpha (possible at a mode of the
     penalised error, where only lambda_i + alpha > 0) gives gamma far below zero and sends
     alpha to zero on the next update.
     """
-    diag_inv = np.diag(HessianFactor.of(curvature.A_plus).inverse())
+    diag_inv = np.diag(HessianFactor.of(A_gamma).inverse())
     trace_k = np.bincount(prior.group_index, weights=diag_inv, minlength=prior.n_groups)
     sizes = prior.group_sizes
     return np.clip(sizes - alpha * trace_k, 0.0, sizes)
+
+
+HESSIANS = ("exact", "clipped", "gauss_newton")
+"""The Hessian variants of the evidence framework: the exact A = grad grad M (paper 001 eq. 10,
+11 as written), A+ with the negative data curvature clipped (NETLAB), and the outer product
+beta J^T J + diag(alpha) (MacKay 1992)."""
+
+
+@dataclass
+class ModeHessians:
+    """The Hessian variants of M at a mode: the exact A (its Cholesky factor), its data
+    curvature decomposition (giving A+) and the Gauss-Newton matrix."""
+
+    exact: HessianFactor
+    curvature: DataCurvature
+    gauss_newton: np.ndarray
+
+    @classmethod
+    def at(cls, objective: PenalisedError, w: np.ndarray, alpha: np.ndarray, beta: float):
+        factor = HessianFactor.of(objective.hessian(w[None, :], alpha, beta)[0])
+        curvature = DataCurvature.of(factor, objective.prior.per_weight(alpha))
+        gn = objective.gauss_newton_hessian(w[None, :], alpha, beta)[0]
+        return cls(factor, curvature, gn)
+
+    def matrix(self, kind: str) -> np.ndarray:
+        """The matrix of Hessian variant ``kind`` (one of ``HESSIANS``)."""
+        return {"exact": self.exact.A, "clipped": self.curvature.A_plus,
+                "gauss_newton": self.gauss_newton}[kind]  # fmt: skip
+
+    def logdet(self, kind: str) -> float:
+        """ln|A| of variant ``kind``; NaN where that matrix is not positive definite."""
+        factor = self.exact if kind == "exact" else HessianFactor.of(self.matrix(kind))
+        return factor.logdet() if factor.positive_definite else float("nan")
 
 
 def reestimate(
@@ -144,11 +179,12 @@ def symmetry_log_factor(n_hidden: int, odd_activation: bool) -> float:
 
 
 def log_evidence_fixed_hyper(
-    objective: PenalisedError, w: np.ndarray, factor: HessianFactor, alpha: np.ndarray, beta: float
+    objective: PenalisedError, w: np.ndarray, logdet: float, alpha: np.ndarray, beta: float
 ) -> float:
     """Laplace ln p(D | alpha, beta) of one mode, without the symmetry factor:
 
-    -M(w) - 1/2 ln|A| + sum_k W_k/2 ln alpha_k + N/2 ln beta - N/2 ln 2 pi.
+    -M(w) - 1/2 ln|A| + sum_k W_k/2 ln alpha_k + N/2 ln beta - N/2 ln 2 pi,
+    with ``logdet`` = ln|A| of the chosen Hessian variant (``ModeHessians.logdet``).
     Exact when the network is linear in w (the posterior is then Gaussian).
     """
     sizes = objective.prior.group_sizes
@@ -156,7 +192,7 @@ def log_evidence_fixed_hyper(
     m = float(objective.value(w[None, :], alpha, beta)[0])
     return (
         -m
-        - 0.5 * factor.logdet()
+        - 0.5 * logdet
         + 0.5 * float(np.sum(sizes * np.log(alpha)))
         + 0.5 * n * np.log(beta)
         - 0.5 * n * LOG_2PI
