@@ -1,42 +1,33 @@
-rule figure:
-    """A figure of an experiment, drawn from its merged file only, in one of the config's
-    `figure_format`s."""
-    input:
-        f"{RESULTS}/{{experiment}}/merged.nc",
-    output:
-        report(
-            f"{RESULTS}/{{experiment}}/figures/{{kind}}.{{ext}}",
-            caption="../report/figure.rst",
-            category="{experiment}",
-        ),
-    log:
-        f"{RESULTS}/logs/{{experiment}}/figure_{{kind}}_{{ext}}.log",
-    wildcard_constraints:
-        ext="png|pdf|svg",
-    conda:
-        CONDA_ENV
-    params:
-        code=lambda wildcards: figure_code(wildcards.kind),
-    shell:
-        "bnnsweep figure {wildcards.kind:q} --merged {input:q} --output {output:q} > {log:q} 2>&1"
+# One job per experiment draws every figure and table of it, from its merged file only, in
+# one process: one interpreter start, one import of matplotlib and one read of the merged
+# file for all of them (bnnsweep figures). Each output is in the report with its kind's own
+# caption, workflow/report/figures/<kind>.rst (workflow/report/figure.rst for a kind that
+# has none). Editing the code of one figure redraws the figures of the experiments that
+# draw it, and nothing else.
+for experiment in EXPERIMENTS:
 
-
-rule error_table:
-    """Test errors per dataset and method, as Markdown and CSV, with published values."""
-    input:
-        f"{RESULTS}/{{experiment}}/merged.nc",
-    output:
-        md=report(
-            f"{RESULTS}/{{experiment}}/tables/error_table.md",
-            caption="../report/error_table.rst",
-            category="{experiment}",
-        ),
-        csv=f"{RESULTS}/{{experiment}}/tables/error_table.csv",
-    log:
-        f"{RESULTS}/logs/{{experiment}}/error_table.log",
-    conda:
-        CONDA_ENV
-    params:
-        code=figure_code("error_table"),
-    shell:
-        "bnnsweep figure error_table --merged {input:q} --output {output.md:q} > {log:q} 2>&1"
+    rule:
+        name:
+            f"figures_{experiment}"
+        input:
+            merged_file(experiment),
+        output:
+            [
+                report(path, caption=figure_caption(kind), category=experiment)
+                for kind, path in figure_outputs(experiment)
+            ],
+            table_csv_files(experiment),
+        log:
+            f"{RESULTS}/logs/{experiment}/figures.log",
+        localrule: True
+        conda:
+            CONDA_ENV
+        params:
+            experiment=experiment,
+            kinds=", ".join(EXPERIMENTS[experiment]["figures"]),
+            draws=figure_draw_options(experiment),
+            code={
+                kind: figure_code(kind) for kind in EXPERIMENTS[experiment]["figures"]
+            },
+        shell:
+            "bnnsweep figures --merged {input:q} {params.draws} > {log:q} 2>&1"

@@ -1,6 +1,5 @@
-# Merge, figure and report steps are cheap and read many files: run them where Snakemake runs.
+# Merge, data and figure steps are cheap and read many files: run them where Snakemake runs
+# (the figure rules are generated per experiment and say so with `localrule: True`).
 localrules:
     merge,
-    figure,
-    error_table,
     prepare_data,
