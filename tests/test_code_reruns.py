@@ -1,6 +1,6 @@
 """Code-aware reruns, end to end on a copy of the project: editing one method's module reruns
 exactly that method's cells (its batch job, shared with laplace's short cells, keeps those);
-editing a figure module redraws the figures of the experiment that draws it (one job) and
+editing a figure module merges and redraws the experiment that draws it (one job) and
 refits nothing; with `code_reruns: false` an edit reruns nothing."""
 
 import os
@@ -99,7 +99,7 @@ def test_editing_a_method_module_reruns_exactly_its_cells(project):
 def test_editing_a_figure_module_redraws_only_the_figures(project):
     before = fits(project)
     edit(project / "src" / "bnnsweep" / "figures" / "occam_hill.py")
-    assert planned_rules(project) == {"figures_smoke", "all"}
+    assert planned_rules(project) == {"merge_and_draw_smoke", "all"}
     out = run(project, "--dry-run")
     outputs = [line for line in out.splitlines() if line.strip().startswith("output:")]
     assert len(outputs) == 1 and "figures/occam_hill.png" in outputs[0]

@@ -1,6 +1,7 @@
-"""The workflow's cheaper jobs: `bnnsweep figures` draws every figure and table of an
-experiment in one process, byte for byte what one `bnnsweep figure` per kind draws, and a
-failing figure does not stop the others; `fit-batch --usage` records the job's own CPU time
+"""The workflow's cheaper jobs: `bnnsweep merge --draw` (the workflow's one job per
+experiment) and `bnnsweep figures` draw every figure and table of an experiment in one
+process, byte for byte what one `bnnsweep figure` per kind draws, and a failing figure does
+not stop the others; `fit-batch --usage` records the job's own CPU time
 and peak memory in place of Snakemake's sampled benchmark record."""
 
 import json
@@ -89,3 +90,24 @@ def test_fit_batch_records_its_own_cpu_time_and_peak_memory(tmp_path):
     assert 0.05 < float(row["cpu_time"]) <= float(row["s"]) * 2 + 1
     assert 30 < float(row["max_rss"]) < 4000
     assert Path(spec["cells"][0]["output"]).is_file()
+
+
+def test_merge_then_draw_in_one_process_equals_the_two_steps(tmp_path, merged):
+    """The workflow's job: `merge --draw` writes the merged file and then the figures drawn
+    from it, the same bytes as `merge` and `figure` one after the other."""
+    cells = sorted(merged.parent.glob("[0-9].nc"))
+    both = tmp_path / "both"
+    proc = cli(
+        "merge", *cells, "--output", both / "merged.nc",
+        "--draw", "occam_hill", both / "o.png", "--draw", "error_table", both / "t.md",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert cli("merge", *cells, "--output", tmp_path / "m.nc").returncode == 0
+    assert (
+        cli(
+            "figure", "occam_hill", "--merged", tmp_path / "m.nc", "--output", tmp_path / "o.png"
+        ).returncode
+        == 0
+    )
+    assert (both / "o.png").read_bytes() == (tmp_path / "o.png").read_bytes()
+    assert (both / "t.md").is_file() and (both / "t.csv").is_file()

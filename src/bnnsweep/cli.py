@@ -173,8 +173,12 @@ def cmd_merge(args) -> int:
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
-    write_result(merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output)
-    return 0
+    merged = write_result(
+        merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output
+    )
+    # the figures, from the merged file as written, in this same process (the workflow's
+    # one job per experiment)
+    return _draw_figures(merged, args.draw) if args.draw else 0
 
 
 def cmd_figure(args) -> int:
@@ -185,18 +189,22 @@ def cmd_figure(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    """Every ``--draw KIND FILE`` from one read of the merged file, in one process; a figure
-    that fails is reported and the others are still drawn (exit 1 if any failed)."""
+    return _draw_figures(args.merged, args.draw)
+
+
+def _draw_figures(merged_path, draws) -> int:
+    """Every ``(kind, file)`` of ``draws`` from one read of the merged file, in one process;
+    a figure that fails is reported and the others are still drawn (exit 1 if any failed)."""
     from .figures import FIGURES, draw, load_merged
 
-    unknown = sorted({kind for kind, _ in args.draw} - set(FIGURES))
+    unknown = sorted({kind for kind, _ in draws} - set(FIGURES))
     if unknown:
         raise ValueError(
             f"unknown figure kind(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}"
         )
-    merged = load_merged(args.merged)
+    merged = load_merged(merged_path)
     failed = []
-    for kind, output in args.draw:
+    for kind, output in draws:
         try:
             for path in draw(kind, merged, output):
                 print(f"{kind}: wrote {path}", flush=True)
@@ -379,6 +387,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--quarantine-corrupt",
         action="store_true",
         help="move corrupt cells aside to <cell>.corrupt, so the workflow refits them",
+    )
+    merge.add_argument(
+        "--draw",
+        nargs=2,
+        action="append",
+        metavar=("KIND", "OUTPUT"),
+        help="then draw this figure or table from the merged file (repeat for each)",
     )
     merge.set_defaults(func=cmd_merge)
 

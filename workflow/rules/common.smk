@@ -17,6 +17,12 @@ def repair_log(experiment):
     return [str(path)] if path.exists() else []
 
 
+def repair_log_of(experiment):
+    """An input function giving ``repair_log(experiment)`` when the DAG is built (after
+    the Snakefile has moved damaged cells aside), not when the rule is defined."""
+    return lambda wildcards: repair_log(experiment)
+
+
 def figure_outputs(experiment):
     """(kind, file) of every figure and table an experiment draws: a table's Markdown file
     (its CSV is written beside it), a figure in each of the config's `figure_format`s.

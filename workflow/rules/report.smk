@@ -1,5 +1,4 @@
-# Merge, data and figure steps are cheap and read many files: run them where Snakemake runs
-# (the figure rules are generated per experiment and say so with `localrule: True`).
+# Data steps are cheap: run them where Snakemake runs (the merge-and-draw rules, generated per
+# experiment in collect.smk, say so with `localrule: True`).
 localrules:
-    merge,
     prepare_data,
