@@ -95,7 +95,6 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/collect.smk"
-include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,6 +1,7 @@
 """Code-aware reruns, end to end on a copy of the project: editing one method's module reruns
-exactly that method's cells; editing a figure module redraws only that figure; with
-`code_reruns: false` an edit reruns nothing."""
+exactly that method's cells (its batch job, shared with laplace's short cells, keeps those);
+editing a figure module merges and redraws the experiment that draws it (one job) and
+refits nothing; with `code_reruns: false` an edit reruns nothing."""
 
 import os
 import shutil
@@ -83,7 +84,9 @@ def test_editing_a_method_module_reruns_exactly_its_cells(project):
     assert set(before_fits.values()) == {1} and len(before_fits) == 3
     edit(project / "src" / "bnnsweep" / "methods" / "map_early_stopping.py")
     planned = planned_rules(project)
-    assert {r for r in planned if r.startswith("fit_")} == {"fit_smoke__map__0"}
+    # the one batch of the smoke sweep's short cells (laplace's and map's): rerun, it
+    # refits the map cells only (fit-batch keeps the current ones)
+    assert {r for r in planned if r.startswith("fit_")} == {"fit_smoke__laplace_to_map__0"}
     run(project)
     after_fits, after_versions = fits(project), versions(project)
     for cell, n in after_fits.items():
@@ -93,10 +96,10 @@ def test_editing_a_method_module_reruns_exactly_its_cells(project):
     assert planned_rules(project) == set()
 
 
-def test_editing_a_figure_module_redraws_only_that_figure(project):
+def test_editing_a_figure_module_redraws_only_the_figures(project):
     before = fits(project)
     edit(project / "src" / "bnnsweep" / "figures" / "occam_hill.py")
-    assert planned_rules(project) == {"figure", "all"}
+    assert planned_rules(project) == {"merge_and_draw_smoke", "all"}
     out = run(project, "--dry-run")
     outputs = [line for line in out.splitlines() if line.strip().startswith("output:")]
     assert len(outputs) == 1 and "figures/occam_hill.png" in outputs[0]

@@ -94,3 +94,59 @@ def test_cells_are_packed_by_their_typical_time_and_ask_for_their_bound():
     for batch in batches:
         asked_s = 60 * batch.resources()["runtime"]
         assert asked_s >= jobsize.SAFETY * len(batch.cells) * bound
+
+
+SHORT_CELLS = {
+    "experiments": {
+        "t": {
+            "datasets": ["toy_sine"],
+            "seeds": [0, 1],
+            "methods": {
+                "map": {"hidden": 2, "restarts": 1, "max_iter": 20},
+                "laplace": {"hidden": [1, 2], "restarts": 1},
+            },
+        },
+        "u": {
+            "datasets": ["toy_sine"],
+            "seeds": [0],
+            "methods": {"map": {"hidden": 2, "restarts": 1, "max_iter": 20}},
+        },
+    }
+}
+
+
+def test_short_cells_of_several_labels_share_a_job_within_their_experiment(tmp_path):
+    """Short cells of map and laplace (far below target_minutes together) are one job, named
+    by its first and last label; another experiment's cells are a job of their own. `plan`
+    still counts cells per label, and the shared job for each of them."""
+    config = validate(SHORT_CELLS)
+    cells = expand(config)
+    batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
+    assert [(b.batch_id, len(b.cells)) for b in batches] == [
+        ("t.map_to_laplace.0", 6),
+        ("u.map.0", 1),
+    ]
+    assert batches[0].cells == [c for c in cells if c.experiment == "t"]
+    table = jobsize.plan_table(config, cells, tmp_path)
+    rows = {
+        line.split("|")[1].strip(): line.split("|")
+        for line in table.splitlines()[2:]
+        if "|" in line
+    }
+    assert [rows[k][3].strip() for k in ("t / map", "t / laplace", "u / map")] == ["2", "4", "1"]
+    assert [rows[k][4].strip() for k in ("t / map", "t / laplace", "u / map")] == ["1", "1", "1"]
+    assert "7 cells in 2 jobs" in table
+    # one label alone keeps the name it had
+    alone = validate(
+        {
+            "experiments": {
+                "t": {
+                    **SHORT_CELLS["experiments"]["t"],
+                    "methods": {"map": SHORT_CELLS["experiments"]["t"]["methods"]["map"]},
+                }
+            }
+        }
+    )
+    assert [
+        b.batch_id for b in jobsize.plan_batches(expand(alone), jobsize.batching_settings(alone))
+    ] == ["t.map.0"]

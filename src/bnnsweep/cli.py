@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 # One fit is one core: multithreaded BLAS on small matrices only adds contention (DESIGN.md
@@ -20,6 +21,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import yaml  # noqa: E402
+
+_IMPORTED = time.time()  # the process's start, where /proc cannot tell it
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -170,14 +173,47 @@ def cmd_merge(args) -> int:
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
-    write_result(merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output)
-    return 0
+    merged = write_result(
+        merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output
+    )
+    # the figures, from the merged file as written, in this same process (the workflow's
+    # one job per experiment)
+    return _draw_figures(merged, args.draw) if args.draw else 0
 
 
 def cmd_figure(args) -> int:
     from .figures import draw
 
     draw(args.kind, args.merged, args.output)
+    return 0
+
+
+def cmd_figures(args) -> int:
+    return _draw_figures(args.merged, args.draw)
+
+
+def _draw_figures(merged_path, draws) -> int:
+    """Every ``(kind, file)`` of ``draws`` from one read of the merged file, in one process;
+    a figure that fails is reported and the others are still drawn (exit 1 if any failed)."""
+    from .figures import FIGURES, draw, load_merged
+
+    unknown = sorted({kind for kind, _ in draws} - set(FIGURES))
+    if unknown:
+        raise ValueError(
+            f"unknown figure kind(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}"
+        )
+    merged = load_merged(merged_path)
+    failed = []
+    for kind, output in draws:
+        try:
+            for path in draw(kind, merged, output):
+                print(f"{kind}: wrote {path}", flush=True)
+        except Exception as err:  # noqa: BLE001 - reported, the other figures are still drawn
+            print(f"{kind}: failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            failed.append(kind)
+    if failed:
+        print(f"bnnsweep: error: figures failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -193,7 +229,39 @@ def cmd_fit_batch(args) -> int:
     log = _logger(args.log)
     counts = fit_batch(spec, log, report=_reporter(args.log, log), name=args.spec)
     log(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
+    if args.usage:
+        _write_usage(args.usage)
     return 0
+
+
+def _write_usage(path: str) -> None:
+    """This process's wall time (from its start), CPU time and peak memory, as one row under
+    the column names of Snakemake's ``benchmark:`` record (``s``, ``h:m:s``, ``max_rss`` in
+    MB, ``cpu_time`` in s); exact, from getrusage, where Snakemake's samples the job."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.time() - _process_start()
+    hms = time.strftime("%H:%M:%S", time.gmtime(wall))
+    rss_mb = usage.ru_maxrss / 1024  # kB on Linux
+    row = [f"{wall:.4f}", hms, f"{rss_mb:.2f}", f"{usage.ru_utime + usage.ru_stime:.2f}"]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("s\th:m:s\tmax_rss\tcpu_time\n" + "\t".join(row) + "\n")
+
+
+def _process_start() -> float:
+    """When this process started (seconds since the epoch): /proc where there is one, else
+    when this module was imported."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED
 
 
 def _config_cells(path):
@@ -320,6 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="move corrupt cells aside to <cell>.corrupt, so the workflow refits them",
     )
+    merge.add_argument(
+        "--draw",
+        nargs=2,
+        action="append",
+        metavar=("KIND", "OUTPUT"),
+        help="then draw this figure or table from the merged file (repeat for each)",
+    )
     merge.set_defaults(func=cmd_merge)
 
     fig = sub.add_parser("figure", help="draw a figure or table from a merged file")
@@ -327,6 +402,20 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--merged", required=True, help="an experiment's merged file")
     fig.add_argument("--output", required=True, help="the figure (.png) or table (.md) to write")
     fig.set_defaults(func=cmd_figure)
+
+    figs = sub.add_parser(
+        "figures", help="draw several figures and tables of one merged file in one process"
+    )
+    figs.add_argument("--merged", required=True, help="an experiment's merged file")
+    figs.add_argument(
+        "--draw",
+        nargs=2,
+        action="append",
+        required=True,
+        metavar=("KIND", "OUTPUT"),
+        help="a figure or table name and the file to write (repeat for each)",
+    )
+    figs.set_defaults(func=cmd_figures)
 
     val = sub.add_parser("validate", help="validate a config file and count its cells")
     val.add_argument("config", help="a workflow config file (YAML)")
@@ -337,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     batch.add_argument("spec", help="batch spec (JSON) written by the workflow")
     batch.add_argument("--log", help="append progress to this file instead of stdout")
+    batch.add_argument(
+        "--usage", help="write the job's wall time, CPU time and peak memory here (TSV)"
+    )
     batch.set_defaults(func=cmd_fit_batch)
 
     plan = sub.add_parser(

@@ -230,8 +230,11 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     ``dataset``: every split and seed of one dataset, method label and axis values, one
     after another in one process (so a compiled function is built once), or with
     ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells of one
-    method label packed until their typical time (``packing_seconds``, safety included)
-    reaches ``target_minutes``; ``none``: a job per cell. No batch holds more than ``max_cells``.
+    experiment packed until their typical time (``packing_seconds``, safety included)
+    reaches ``target_minutes``, across method labels (the short cells of several methods
+    share one interpreter start); ``none``: a job per cell. No batch holds more than
+    ``max_cells``. A batch is named ``<experiment>.<label>.<k>``, or for cells of several
+    labels ``<experiment>.<first label>_to_<last label>.<k>``.
     """
     target = 60.0 * float(batching["target_minutes"])
     limit = int(batching["max_cells"])
@@ -242,20 +245,21 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
         if how == "dataset":
             key = (cell.experiment, cell.method, "dataset", cell.dataset, cell.axes)
         elif how == "time":
-            key = (cell.experiment, cell.method, "time")
+            key = (cell.experiment, "time")
         else:
             key = (cell.experiment, cell.method, "none", cell.path_id)
         groups.setdefault(key, []).append(cell)
         kinds[key] = how
     batches: list[Batch] = []
-    counters: dict[tuple[str, str], int] = {}
+    counters: dict[tuple[str, str], int] = {}  # per experiment and batch name
 
     def add(key, members, how):
-        label = (key[0], key[1])
-        k = counters.get(label, 0)
-        counters[label] = k + 1
+        labels = list(dict.fromkeys(c.method for c in members))
+        name = labels[0] if len(labels) == 1 else f"{labels[0]}_to_{labels[-1]}"
+        k = counters.get((key[0], name), 0)
+        counters[(key[0], name)] = k + 1
         vectorised = how == "dataset" and len(members) > 1 and bool(batching["vectorise"])
-        batches.append(Batch(f"{key[0]}.{key[1]}.{k}", members, how, vectorised))
+        batches.append(Batch(f"{key[0]}.{name}.{k}", members, how, vectorised))
 
     for key, members in groups.items():
         how = kinds[key]
@@ -376,42 +380,48 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     calib = calibration(results_dir)
     rows: dict[tuple[str, str], dict] = {}
     for batch in batches:
-        first = batch.cells[0]
-        row = rows.setdefault(
-            (first.experiment, first.method),
-            {
-                "method": first.method_name,
-                "cells": 0,
-                "jobs": 0,
-                "how": set(),
-                "bound": 0.0,
-                "estimate": 0.0,
-                "unknown": 0,
-                "mem": 0,
-                "requested": 0.0,
-            },
-        )
-        row["cells"] += len(batch.cells)
-        row["jobs"] += 1
-        row["how"].add(("vectorised " if batch.vectorised else "") + batch.strategy)
         need = batch.resources()
-        row["mem"] = max(row["mem"], need["mem_mb"])
-        row["requested"] += need["runtime"] / 60.0
-        measured = calib.get(first.method_name, {})
+        by_label: dict[str, list[Cell]] = {}
         for cell in batch.cells:
-            fit = fit_seconds(cell, data_shape(cell.dataset, cell.split))
-            if fit is None and "seconds" in measured:
-                row["estimate"] += measured["seconds"]
-                continue
-            if fit is None:
-                row["unknown"] += 1
-                continue
-            row["bound"] += fit
-            if "ratio" in measured:
-                row["estimate"] += fit * measured["ratio"]
-            else:
-                row["estimate"] += fit * _typical_share(cell, None)
-        row["estimate"] += STARTUP_MEASURED_S
+            by_label.setdefault(cell.method, []).append(cell)
+        for label, members in by_label.items():
+            # a job of several labels counts for each; its start-up and requested time are
+            # shared by their numbers of cells
+            share = len(members) / len(batch.cells)
+            row = rows.setdefault(
+                (batch.cells[0].experiment, label),
+                {
+                    "method": members[0].method_name,
+                    "cells": 0,
+                    "jobs": 0,
+                    "how": set(),
+                    "bound": 0.0,
+                    "estimate": 0.0,
+                    "unknown": 0,
+                    "mem": 0,
+                    "requested": 0.0,
+                },
+            )
+            row["cells"] += len(members)
+            row["jobs"] += 1
+            row["how"].add(("vectorised " if batch.vectorised else "") + batch.strategy)
+            row["mem"] = max(row["mem"], need["mem_mb"])
+            row["requested"] += share * need["runtime"] / 60.0
+            measured = calib.get(members[0].method_name, {})
+            for cell in members:
+                fit = fit_seconds(cell, data_shape(cell.dataset, cell.split))
+                if fit is None and "seconds" in measured:
+                    row["estimate"] += measured["seconds"]
+                    continue
+                if fit is None:
+                    row["unknown"] += 1
+                    continue
+                row["bound"] += fit
+                if "ratio" in measured:
+                    row["estimate"] += fit * measured["ratio"]
+                else:
+                    row["estimate"] += fit * _typical_share(cell, None)
+            row["estimate"] += share * STARTUP_MEASURED_S
     head = [
         "experiment / label",
         "method",

@@ -1,18 +1,42 @@
-rule merge:
-    """All cells of an experiment along a `run` dimension, in one NetCDF file."""
-    input:
-        cells=lambda wc: cell_files(wc.experiment),
-        # cells moved aside or found missing (bnnsweep.result_check): a new line reruns
-        # the merge, and so first refits them
-        repairs=lambda wc: repair_log(wc.experiment),
-    output:
-        f"{RESULTS}/{{experiment}}/merged.nc",
-    log:
-        f"{RESULTS}/logs/{{experiment}}/merge.log",
-    conda:
-        CONDA_ENV
-    resources:
-        mem_mb=4000,
-        runtime=30,
-    shell:
-        "bnnsweep merge {input.cells:q} --quarantine-corrupt --output {output:q} > {log:q} 2>&1"
+# One job per experiment merges its cells along a `run` dimension into one NetCDF file and
+# then draws every figure and table of it from that merged file (bnnsweep merge --draw): one
+# interpreter start, one import of matplotlib and one read of the merged file for all of
+# them. Each figure is in the report with its kind's own caption,
+# workflow/report/figures/<kind>.rst (workflow/report/figure.rst for a kind that has none).
+# Editing the code of one figure reruns this job for the experiments that draw it, and
+# refits nothing.
+for experiment in EXPERIMENTS:
+
+    rule:
+        name:
+            f"merge_and_draw_{experiment}"
+        input:
+            cells=cell_files(experiment),
+            # cells moved aside or found missing (bnnsweep.result_check): a new line reruns
+            # the merge, and so first refits them
+            repairs=repair_log_of(experiment),
+        output:
+            merged=merged_file(experiment),
+            figures=[
+                report(path, caption=figure_caption(kind), category=experiment)
+                for kind, path in figure_outputs(experiment)
+            ],
+            tables_csv=table_csv_files(experiment),
+        log:
+            f"{RESULTS}/logs/{experiment}/merge.log",
+        localrule: True
+        conda:
+            CONDA_ENV
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            experiment=experiment,
+            kinds=", ".join(EXPERIMENTS[experiment]["figures"]),
+            draws=figure_draw_options(experiment),
+            code={
+                kind: figure_code(kind) for kind in EXPERIMENTS[experiment]["figures"]
+            },
+        shell:
+            "bnnsweep merge {input.cells:q} --quarantine-corrupt --output {output.merged:q} "
+            "{params.draws} > {log:q} 2>&1"

@@ -17,16 +17,54 @@ def repair_log(experiment):
     return [str(path)] if path.exists() else []
 
 
-def figure_files(experiment):
+def repair_log_of(experiment):
+    """An input function giving ``repair_log(experiment)`` when the DAG is built (after
+    the Snakefile has moved damaged cells aside), not when the rule is defined."""
+    return lambda wildcards: repair_log(experiment)
+
+
+def figure_outputs(experiment):
+    """(kind, file) of every figure and table an experiment draws: a table's Markdown file
+    (its CSV is written beside it), a figure in each of the config's `figure_format`s.
+    """
     out = []
     for kind in EXPERIMENTS[experiment]["figures"]:
         if kind == "error_table":
-            out += [f"{RESULTS}/{experiment}/tables/error_table.md"]
+            out.append((kind, f"{RESULTS}/{experiment}/tables/{kind}.md"))
         else:
             out += [
-                f"{RESULTS}/{experiment}/figures/{kind}.{ext}" for ext in FIGURE_FORMATS
+                (kind, f"{RESULTS}/{experiment}/figures/{kind}.{ext}")
+                for ext in FIGURE_FORMATS
             ]
     return out
+
+
+def figure_files(experiment):
+    return [path for _, path in figure_outputs(experiment)]
+
+
+def table_csv_files(experiment):
+    """The CSV file written beside each table's Markdown file."""
+    return [
+        path.removesuffix(".md") + ".csv"
+        for _, path in figure_outputs(experiment)
+        if path.endswith(".md")
+    ]
+
+
+def figure_caption(kind):
+    """The report caption of a figure kind (relative to workflow/rules/): its own file
+    workflow/report/figures/<kind>.rst, else the generic workflow/report/figure.rst."""
+    own = Path(workflow.basedir) / "workflow" / "report" / "figures" / f"{kind}.rst"
+    return f"../report/figures/{kind}.rst" if own.is_file() else "../report/figure.rst"
+
+
+def figure_draw_options(experiment):
+    """`--draw KIND FILE` for each of an experiment's figure and table files."""
+    return " ".join(
+        f"--draw {kind} {shlex.quote(path)}"
+        for kind, path in figure_outputs(experiment)
+    )
 
 
 def batch_outputs(batch):

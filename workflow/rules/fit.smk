@@ -7,7 +7,10 @@
 # - the spec file is named by the hash of every cell's settings and (with `code_reruns`)
 #   its method's code version; as a `params` value it makes Snakemake rerun exactly the
 #   batches whose cells changed, and fit-batch refits only the changed cells in them.
-# Benchmark: Snakemake's record of each batch job's wall time, CPU time and peak memory.
+# Usage record (results/benchmarks/...tsv, the columns of Snakemake's `benchmark:`): the
+# job's own wall time, CPU time and peak memory, written by fit-batch from getrusage when it
+# is done; Snakemake's benchmark directive would sample the job with psutil twice a
+# second for its first 15 s, about 0.2 s of CPU per job (benchmarks/bench_dag.py).
 # Resources: the sum of the cells' estimated times, the largest cell's memory (all cells'
 # for a vectorised batch), scaled up on each retry.
 for batch in BATCHES:
@@ -20,9 +23,8 @@ for batch in BATCHES:
         output:
             [update(f) for f in batch_outputs(batch)],
         log:
-            f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
-        benchmark:
-            f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv"
+            log=f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
+            usage=f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv",
         conda:
             CONDA_ENV
         threads: 1
@@ -33,4 +35,4 @@ for batch in BATCHES:
             spec=batch_spec_file(batch),
         shell:
             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-            "bnnsweep fit-batch {params.spec:q} --log {log:q}"
+            "bnnsweep fit-batch {params.spec:q} --log {log.log:q} --usage {log.usage:q}"

@@ -1,6 +1,4 @@
-# Merge, figure and report steps are cheap and read many files: run them where Snakemake runs.
+# Data steps are cheap: run them where Snakemake runs (the merge-and-draw rules, generated per
+# experiment in collect.smk, say so with `localrule: True`).
 localrules:
-    merge,
-    figure,
-    error_table,
     prepare_data,
