@@ -39,7 +39,7 @@ def command(workdir: Path, config: str = "smoke.yaml") -> list[str]:
         "2",
         # what `snakemake` run from the repository picks up by itself (rerun-incomplete)
         "--workflow-profile",
-        str(ROOT / "workflow" / "profiles" / "default"),
+        str(ROOT / "profiles" / "default"),
     )
 
 

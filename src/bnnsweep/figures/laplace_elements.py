@@ -29,6 +29,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from ._common import mean_se, runs_frame, usable
+from ._paired import PAIR_KEYS, paired_differences
 
 FRAMEWORK = ("hessian", "gamma_hessian", "evidence", "symmetry", "modes")
 """The laplace settings that are elements of the evidence framework."""
@@ -89,7 +90,8 @@ def reevaluated(ds: xr.Dataset, run: int, framework: dict[str, str]) -> dict[str
 
 
 def variant_frame(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per (laplace run, variant): label, seed, hidden, variant, log_evidence.
+    """One row per (laplace run, variant): label, split, seed, hidden, status, variant,
+    log_evidence.
     ``variant`` is the label itself for the run as fitted, ``label | setting=value`` for a
     re-evaluation."""
     runs = usable(runs_frame(ds))
@@ -100,24 +102,25 @@ def variant_frame(ds: xr.Dataset) -> pd.DataFrame:
     rows = []
     for _, r in runs.iterrows():
         framework = framework_of(str(r.get("resolved_settings_json", "")))
-        base = {"label": r["method"], "seed": r["seed"], "hidden": r["hidden"]}
+        base = {"label": r["method"], **{k: r[k] for k in PAIR_KEYS}, "status": r["status"]}
         rows.append({**base, "variant": r["method"], "log_evidence": r["log_evidence"]})
         for variant, value in reevaluated(ds, int(r["run"]), framework).items():
             rows.append({**base, "variant": f"{r['method']} | {variant}", "log_evidence": value})
-    return pd.DataFrame(rows, columns=["label", "seed", "hidden", "variant", "log_evidence"])
+    columns = ["label", *PAIR_KEYS, "status", "variant", "log_evidence"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def element_effects(ds: xr.Dataset, reference: str = "laplace") -> pd.DataFrame:
     """Per variant and H: mean +- s.e. over seeds of ln p(D), and of its paired difference
-    from the ``reference`` label's run of the same seed."""
+    from the ``reference`` label's run of the same split, seed and hidden size (the pairing
+    of the tables, ``_paired.paired_differences``)."""
     frame = variant_frame(ds)
-    ref = frame[frame["variant"] == reference].set_index(["seed", "hidden"])["log_evidence"]
+    ref = frame[frame["variant"] == reference]
     rows = []
     for (variant, hidden), group in frame.groupby(["variant", "hidden"], sort=True):
         mean, se, n = mean_se(group["log_evidence"])
-        keys = list(zip(group["seed"], group["hidden"], strict=True))
-        paired = [v - ref.get(k, np.nan) for k, v in zip(keys, group["log_evidence"], strict=True)]
-        d_mean, d_se, d_n = mean_se(pd.Series(paired, dtype=float))
+        paired = paired_differences(group, ref, ["log_evidence"])["log_evidence"]
+        d_mean, d_se, d_n = mean_se(paired)
         rows.append(
             {
                 "variant": variant,
