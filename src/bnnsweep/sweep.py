@@ -150,8 +150,10 @@ def _package_of(path: Path) -> list[str]:
     return parts
 
 
-def _imports(path: Path) -> set[Path]:
-    """Files of bnnsweep that ``path`` imports (anywhere in it, lazily imported ones too)."""
+@cache
+def _imports(path: Path) -> frozenset[Path]:
+    """Files of bnnsweep that ``path`` imports (anywhere in it, lazily imported ones too);
+    each file parsed once per process (the modules every method and figure share, once)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[Path] = set()
     package = _package_of(path)
@@ -174,7 +176,7 @@ def _imports(path: Path) -> set[Path]:
             for alias in node.names:
                 if alias.name.split(".")[0] == "bnnsweep":
                     found.add(_module_file(".".join(alias.name.split(".")[1:])))
-    return {f for f in found if f is not None}
+    return frozenset(f for f in found if f is not None)
 
 
 @cache
@@ -224,6 +226,16 @@ def figure_code_version(kind: str) -> str:
     """Version of the code that draws figure ``kind``: the module of its function in
     ``figures.FIGURES`` and what that imports, found by parsing (importing the figures
     would load matplotlib into every Snakemake run)."""
+    module = _figure_modules().get(kind)
+    if module is None:
+        raise ValueError(f"unknown figure kind {kind!r}")
+    return files_version((*code_files(f"figures.{module}"), FIGURES_INIT))
+
+
+@cache
+def _figure_modules() -> dict[str, str]:
+    """Figure kind -> the module (below ``figures``) of its function, read from the
+    ``FIGURES`` table of ``figures/__init__.py`` by parsing it once."""
     tree = ast.parse(FIGURES_INIT.read_text())
     module_of = {
         alias.name: node.module
@@ -231,6 +243,7 @@ def figure_code_version(kind: str) -> str:
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
         for alias in node.names
     }
+    kinds = {}
     for node in ast.walk(tree):
         target = getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
         if (
@@ -239,11 +252,9 @@ def figure_code_version(kind: str) -> str:
             and isinstance(node.value, ast.Dict)
         ):
             for key, value in zip(node.value.keys, node.value.values, strict=True):
-                if isinstance(key, ast.Constant) and key.value == kind:
-                    function = value.elts[0].id
-                    files = code_files(f"figures.{module_of[function]}")
-                    return files_version((*files, FIGURES_INIT))
-    raise ValueError(f"unknown figure kind {kind!r}")
+                if isinstance(key, ast.Constant):
+                    kinds[key.value] = module_of[value.elts[0].id]
+    return kinds
 
 
 # --- batch jobs ----------------------------------------------------------------------------
