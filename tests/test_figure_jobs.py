@@ -111,3 +111,19 @@ def test_merge_then_draw_in_one_process_equals_the_two_steps(tmp_path, merged):
     )
     assert (both / "o.png").read_bytes() == (tmp_path / "o.png").read_bytes()
     assert (both / "t.md").is_file() and (both / "t.csv").is_file()
+
+
+def test_peak_memory_is_the_jobs_own_not_its_parents():
+    """``ru_maxrss`` survives exec, so a job started by a large parent (a long test session,
+    Snakemake) reported the parent's size (5.3 GB for a map fit in CI): the recorded peak is
+    the job's own high-water mark. Here the parent holds 800 MB while it starts the child."""
+    import numpy as np
+
+    ballast = np.ones(100_000_000)  # 800 MB, touched, resident in this process
+    code = (
+        "import resource; from bnnsweep.cli import _peak_rss_mb; "
+        "print(_peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ballast.sum() > 0 and out.returncode == 0, out.stderr
+    assert float(out.stdout) < 400, out.stdout

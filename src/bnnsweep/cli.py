@@ -237,16 +237,30 @@ def cmd_fit_batch(args) -> int:
 def _write_usage(path: str) -> None:
     """This process's wall time (from its start), CPU time and peak memory, as one row under
     the column names of Snakemake's ``benchmark:`` record (``s``, ``h:m:s``, ``max_rss`` in
-    MB, ``cpu_time`` in s); exact, from getrusage, where Snakemake's samples the job."""
+    MB, ``cpu_time`` in s); exact, from getrusage and the kernel's high-water mark, where
+    Snakemake's samples the job."""
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.time() - _process_start()
     hms = time.strftime("%H:%M:%S", time.gmtime(wall))
-    rss_mb = usage.ru_maxrss / 1024  # kB on Linux
+    rss_mb = _peak_rss_mb(usage)
     row = [f"{wall:.4f}", hms, f"{rss_mb:.2f}", f"{usage.ru_utime + usage.ru_stime:.2f}"]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("s\th:m:s\tmax_rss\tcpu_time\n" + "\t".join(row) + "\n")
+
+
+def _peak_rss_mb(usage) -> float:
+    """Peak resident memory of this process's own program in MB: ``VmHWM`` of
+    /proc/self/status where there is one. ``ru_maxrss`` survives exec, so a job started by
+    a large parent (Snakemake, a test session) would report the parent's size instead."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return usage.ru_maxrss / 1024  # kB on Linux
 
 
 def _process_start() -> float:
