@@ -276,13 +276,23 @@ def snakemake_command(workdir: Path, config: Path, *extra: str) -> list[str]:
     return command(ROOT, workdir, config, *extra)
 
 
+def profile_dir(profile: str) -> Path:
+    """A workflow profile's folder: the local ``default`` next to the Snakefile, where
+    Snakemake finds it by itself, the others under ``workflow/profiles``."""
+    return (
+        ROOT / "profiles" / "default"
+        if profile == "default"
+        else ROOT / "workflow" / "profiles" / profile
+    )
+
+
 def run_sweep(workdir: Path, profile: str, *extra: str, env: dict | None = None, log=print) -> str:
     """Run the smoke sweep in ``workdir`` under a workflow profile; returns its output."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "smoke.yaml"
     shutil.copy(ROOT / "config" / "smoke.yaml", config)
     cmd = snakemake_command(
-        workdir, config, "--workflow-profile", str(ROOT / "workflow" / "profiles" / profile), *extra
+        workdir, config, "--workflow-profile", str(profile_dir(profile)), *extra
     )
     log(f"$ {' '.join(cmd)}")
     proc = subprocess.run(
