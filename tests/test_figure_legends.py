@@ -71,6 +71,7 @@ COLOURED_BY_METHOD = {
     "sunspot_predictions",
     "adf_epoch_error",
     "nrd_hidden_units",
+    "ica_alpha",
     "bm_galland_iterations",
     "bm_toy_learning",
     "bm_digits_cost",

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ._common import new_figure, note, note_figure, runs_frame, style
+from ._common import new_figure, note, note_figure, run_palette, runs_frame, style
 
 PUBLISHED = {
     "ica_toy": "thesis fig. 6.9: one log10 alpha rises about 3 orders of magnitude; 2 sources found",
@@ -74,14 +74,20 @@ def ica_alpha(ds: xr.Dataset) -> Figure:
     if runs.empty:
         return note_figure("no runs with log10_alpha (method vb_ica)", "VB ICA: ARD alphas")
     panels = _panels(runs, ["dataset", "method", "sources"])
+    palette = run_palette(ds)
     with style():
         fig, axes = _grid(len(panels), 4.4, 4.4)
         for ax, ((dataset, method, n_src), group) in zip(axes, panels, strict=False):
             rises, spans, off = [], [], 0
-            for _, row in group.iterrows():
+            # runs differ only by split and seed: one colour, the method's, for all of them
+            for k, (_, row) in enumerate(group.iterrows()):
                 values = ds["log10_alpha"].values[row["run"]].astype(float)
                 values = np.sort(values[np.isfinite(values)])
-                ax.plot(np.arange(1, len(values) + 1), values, marker="o", alpha=0.7)
+                ax.plot(
+                    np.arange(1, len(values) + 1), values, marker="o", alpha=0.6,
+                    color=palette[str(method)],
+                    label=f"{method}: one line per run ({len(group)})" if k == 0 else None,
+                )  # fmt: skip
                 rises.append(largest_alpha_rise(values))
                 spans.append(values[-1] - values[0])
                 off += int(row.get("diag_sources_switched_off", 0) > 0)
@@ -105,6 +111,7 @@ def ica_alpha(ds: xr.Dataset) -> Figure:
             lines += [ours, SUBSTITUTE.get(str(dataset), "")]
             ax.set_title(_wrap(lines), fontsize=6.5, loc="left")
             ax.set_xticks(np.arange(1, int(n_src) + 1))
+            ax.legend(fontsize="x-small", loc="upper left")
             ax.set_xlabel("fitted source (sorted by alpha)")
             ax.set_ylabel("log10 <alpha>")
     return fig
