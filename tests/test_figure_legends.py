@@ -270,3 +270,23 @@ def test_evidence_vs_error_zooms_into_a_crowded_top_cluster():
     fig = FIGURES["evidence_vs_error"][0](make_merged(runs))
     insets = [child for ax in fig.axes for child in ax.child_axes]
     assert len(insets) == 1 and insets[0].collections
+
+
+def test_extra_labels_get_colours_far_from_every_method_colour():
+    """Labels beyond the spare colours once took husl colours in hue order, so the Occam-hill
+    variant ``laplace_paper_gn`` came out salmon beside ``laplace``'s pink. Each is now the
+    husl colour farthest from every colour already given."""
+    from bnnsweep.figures._common import _fixed_colours, colour_distance
+
+    fixed, spare = _fixed_colours()
+    for n in (len(spare) + 1, len(spare) + 6):
+        palette = method_palette([f"label_{i:02d}" for i in range(n)])
+        husl = list(palette.values())[len(spare) :]
+        assert len(husl) == n - len(spare)
+        for i, colour in enumerate(husl):
+            assert min(colour_distance(colour, c) for c in fixed.values()) > 0.3
+            assert all(colour_distance(colour, other) > 0.3 for other in husl[i + 1 :])
+    variants = ["laplace", "laplace_paper", "laplace_paper_gn", "laplace_flat",
+                "laplace_gamma_exact", "laplace_gamma_gn"]  # fmt: skip
+    palette = method_palette(variants)
+    assert colour_distance(palette["laplace_paper_gn"], palette["laplace"]) > 0.5

@@ -106,19 +106,42 @@ def _fixed_colours() -> tuple[dict[str, tuple[float, float, float]], list]:
     return dict(zip(registered, colours, strict=False)), colours[len(registered) :]
 
 
+def colour_distance(a, b) -> float:
+    """Perceived distance of two RGB colours in [0, 1]^3: the "redmean" weighted Euclidean
+    distance (Riemersma's low-cost approximation of a perceptual colour difference)."""
+    rbar = 0.5 * (a[0] + b[0])
+    dr, dg, db = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    return float(np.sqrt((2 + rbar) * dr * dr + 4 * dg * dg + (3 - rbar) * db * db))
+
+
+def _farthest_colours(n: int, taken: list) -> list:
+    """``n`` colours from 36 husl hues, each in turn the candidate farthest (``colour_distance``)
+    from every colour already taken, so that no extra label lands next to a method's own."""
+    import seaborn as sns
+
+    candidates = list(sns.color_palette("husl", 36))
+    chosen: list = []
+    for _ in range(n):
+        used = list(taken) + chosen
+        best = max(candidates, key=lambda c: min(colour_distance(c, u) for u in used))
+        candidates.remove(best)
+        chosen.append(best)
+    return chosen
+
+
 def method_palette(methods: Iterable[str]) -> dict[str, tuple[float, float, float]]:
     """One colour per method label, the same in every figure of every experiment: a label that
     is a registered method's name always gets that method's colour (``laplace`` is the same
     colour wherever it is drawn); other labels (``vi_gauss_full``, a config's own names) take
-    the colours no registered method holds, in sorted order, then husl colours."""
-    import seaborn as sns
-
+    the colours no registered method holds, in sorted order, then husl colours chosen as far
+    as possible from every colour already given (``_farthest_colours``)."""
     fixed, spare = _fixed_colours()
     labels = sorted({str(m) for m in methods})
     others = [m for m in labels if m not in fixed]
-    extra = list(spare) + sns.color_palette("husl", max(len(others) - len(spare), 1))
+    extra = list(spare[: len(others)])
+    extra += _farthest_colours(len(others) - len(extra), list(fixed.values()) + extra)
     palette = {m: fixed[m] for m in labels if m in fixed}
-    palette.update(zip(others, extra, strict=False))
+    palette.update(zip(others, extra, strict=True))
     return palette
 
 
