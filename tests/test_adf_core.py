@@ -13,7 +13,8 @@ from bnnsweep.engines.adf.relu_moments import (
     normal_pdf,
     relu_moments,
 )
-from bnnsweep.engines.adf.updates import adf_update
+from bnnsweep.engines.adf.updates import PriorSites, adf_update, refine_prior
+from bnnsweep.jax_runtime import jnp
 
 
 def _mc_check(samples, mean, var, k=4.0):
@@ -234,3 +235,53 @@ def test_noise_gamma_moment_matching_against_quadrature():
     )
     np.testing.assert_allclose(a_new[0] / b_new[0], e1, rtol=1e-2)
     np.testing.assert_allclose(a_new[0] / b_new[0] ** 2, e2 - e1**2, rtol=5e-2)
+
+
+def _authors_refine_prior(m, v, sites, a, b):
+    """The EP sweep over the prior factors as the authors' C code does it (HIPS
+    Probabilistic-Backpropagation, c/PBP_net/network.c, ``refine_prior``), transcribed in its
+    natural parameters: a proper cavity's update is taken whatever Gamma it gives. Returns
+    (m, v, a, b, smallest a met during the sweep)."""
+    m, v = m.copy(), v.copy()
+    mh_nat, vh_nat = sites[0] / sites[1], 1.0 / sites[1]
+    ah_nat, bh_nat = sites[2] - 1.0, -sites[3]
+    smallest_a = a
+    for i in range(len(m)):
+        vc_nat, mc_nat = 1.0 / v[i] - vh_nat[i], m[i] / v[i] - mh_nat[i]
+        vc, mc = 1.0 / vc_nat, mc_nat / vc_nat
+        ac, bc = a - ah_nat[i], b + bh_nat[i]
+        if not (vc > 0 and bc > 0 and ac > 1 and vc < 1e6):
+            continue
+        s0, s1, s2 = vc + bc / (ac - 1), vc + bc / ac, vc + bc / (ac + 1)
+        lz0, lz1, lz2 = (-0.5 * np.log(s) - 0.5 * mc * mc / s for s in (s0, s1, s2))
+        dm, dv = -mc / s0, -0.5 / s0 + 0.5 * mc * mc / s0**2
+        m_new, v_new = mc + vc * dm, vc - vc * vc * (dm * dm - 2 * dv)
+        a_new = 1.0 / (np.exp(lz2 - 2 * lz1 + lz0) * (ac + 1) / ac - 1.0)
+        b_new = 1.0 / (np.exp(lz2 - lz1) * (ac + 1) / bc - np.exp(lz1 - lz0) * ac / bc)
+        mh_nat[i], vh_nat[i] = m_new / v_new - mc_nat, 1.0 / v_new - vc_nat
+        ah_nat[i], bh_nat[i] = a_new - ac, bc - b_new
+        m[i], v[i], a, b = m_new, v_new, a_new, b_new
+        smallest_a = min(smallest_a, a)
+    return m, v, a, b, smallest_a
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_prior_refinement_follows_the_authors_code_through_an_improper_gamma(seed):
+    """Weights of very different sizes drive the Gamma of lambda below a = 1 part-way through
+    the sweep (seeds 0, 3 and 4; the others stay proper). The authors' code keeps that
+    update and then skips every improper cavity; ours did the opposite, refused it and
+    refined on, and five-layer networks lost their prior (issue 17)."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    m = rng.normal(0.0, 1.0, n) * np.exp(rng.normal(0.0, 1.5, n))
+    v = rng.uniform(0.01, 0.5, n)
+    sites = (np.zeros(n), np.full(n, 1.2), np.ones(n), np.zeros(n))
+    m_c, v_c, a_c, b_c, smallest_a = _authors_refine_prior(m, v, sites, 6.0, 6.0)
+    assert (smallest_a < 1.0) == (seed in (0, 3, 4))
+    out_m, out_v, _, a, b, _ = refine_prior(
+        jnp.asarray(m), jnp.asarray(v), PriorSites(*map(jnp.asarray, sites)),
+        jnp.asarray(6.0), jnp.asarray(6.0),
+    )  # fmt: skip
+    np.testing.assert_allclose(np.asarray(out_m), m_c, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(out_v), v_c, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose([float(a), float(b)], [a_c, b_c], rtol=1e-10)

@@ -98,6 +98,19 @@ def test_pbp_learns_a_regression_and_ebp_keeps_unit_variances():
     assert all(np.all(np.asarray(v) == 1.0) for v in run.state.variances)
 
 
+def _assert_healthy(result, method, likelihood):
+    """``ok``; except PBP with the Monte Carlo softmax, whose noisy gradients propose a few
+    negative variances: on these 60 points and 3 epochs 2 rejections in 180 point visits
+    already pass the 1% limit of ``flag_unstable`` (6 to 7 of seeds 0-9 are flagged, before
+    and after the prior-refinement fix of issue 17), so that run may be ``not_converged``
+    for its rejections, and only for them."""
+    if method == "pbp" and likelihood == "softmax" and result.status == "not_converged":
+        assert "weight updates rejected" in result.status_message
+        assert result.diagnostics["rejected_weight_update_share"] < 0.1
+    else:
+        assert result.status == "ok", result.status_message
+
+
 @pytest.mark.parametrize("likelihood", ["gaussian", "probit", "softmax", "poisson"])
 @pytest.mark.parametrize("method", ["pbp", "ebp"])
 def test_every_likelihood_fits_and_is_scored(method, likelihood):
@@ -106,11 +119,12 @@ def test_every_likelihood_fits_and_is_scored(method, likelihood):
     settings = m.settings({"hidden": 8, "epochs": 3, "likelihood": likelihood, "mc_samples": 5})
     for seed in (1, 2):  # the stochastic checks below hold for every seed, not just seed 0
         other = m.fit(split, settings, np.random.default_rng(seed), log=lambda *_: None)
-        assert other.status == "ok" and np.all(np.isfinite(other.pred_mean))
+        _assert_healthy(other, method, likelihood)
+        assert np.all(np.isfinite(other.pred_mean))
         if likelihood in ("probit", "softmax"):
             assert np.mean(other.pred_mean[:, 0] != split.y_test[:, 0]) < 0.5
     result = m.fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
-    assert result.status == "ok", result.status_message
+    _assert_healthy(result, method, likelihood)
     cell = Cell("t", "synthetic", "0", method, method, 0, (("hidden", 8),), {"hidden": 8})
     ds = cell_dataset(result, split, cell)
     assert np.isfinite(ds["test_loglik"].item()) and np.isfinite(ds["train_loglik"].item())
@@ -189,3 +203,20 @@ def test_rejected_updates_are_counted_and_reported():
             result.status_message
         )
         assert np.all(np.isfinite(result.class_probs))
+
+
+def test_five_layer_pbp_keeps_its_prior_and_fits():
+    """Paper 004 suppl. Table 3 runs PBP with five hidden layers of 50 units (yacht: RMSE
+    1.92 +- 0.23). While the prior refinement refused updates that made the Gamma of lambda
+    improper, its variance ran away and these runs exploded or collapsed (yacht splits 0-2:
+    RMSE 15.4, 12.8 and 1.3e7); as in the authors' code, every split now trains."""
+    from bnnsweep import datasets
+
+    data = datasets.load("yacht")
+    settings = PBPSettings(hidden=50, layers=5, epochs=40)
+    for split in ("0", "1", "2"):
+        result = fit(data.split(split), settings, np.random.default_rng(0), log=lambda *_: None)
+        assert result.status == "ok", result.status_message
+        assert result.diagnostics["rejected_weight_update_share"] < 0.01
+        assert result.diagnostics["train_rmse_ratio"] < 0.5
+        assert float(np.isfinite(result.pred_mean).all())

@@ -75,9 +75,15 @@ def _refine_one(carry, weight):
     a_new, b_new = gamma_moment_match(jnp.zeros(1), m_c[None], v_c[None], a_c, b_c)
     v_hat_new = 1.0 / (1.0 / v_new - 1.0 / v_c)
     m_hat_new = v_hat_new * (m_new / v_new - m_c / v_c)
+    # Like the authors' code (network.c, refine_prior), a proper cavity's update is taken
+    # whatever Gamma it gives, a <= 1 included: later cavities are then improper (a_c <= 1)
+    # and skipped, so the prior stops being refined. Refusing such an update instead lets the
+    # Gamma absorb every later site; its variance b/(a-1) then runs away (to 1e9 after one
+    # epoch on five-layer networks) and deep networks lose their prior. Only non-finite
+    # results and non-positive weight variances are refused, which the C code never meets.
     ok &= jnp.isfinite(m_new) & (v_new > MIN_VARIANCE)
     ok &= jnp.isfinite(v_hat_new) & jnp.isfinite(m_hat_new)
-    ok &= jnp.isfinite(a_new) & jnp.isfinite(b_new) & (a_new > 1) & (b_new > 0)
+    ok &= jnp.isfinite(a_new) & jnp.isfinite(b_new)
     new = jnp.stack([m_new, v_new, m_hat_new, v_hat_new, a_new - a_c + 1.0, b_new - b_c])
     carry = jnp.where(ok, jnp.stack([a_new, b_new, skipped]), jnp.stack([a, b, skipped + 1.0]))
     return carry, jnp.where(ok, new, weight)
@@ -91,7 +97,9 @@ def refine_prior(m, v, sites: PriorSites, a, b, unroll: int = 1):
     N(m_c, v_c) Gamma(a_c, b_c); match moments of N(w|0, 1/lambda) times the cavity, whose
     normaliser is approximated by N(m_c | 0, v_c + b_c/(a_c - 1)) (the same form as the noise
     factor, so ``gamma_moment_match`` and eq. 6 apply with y = 0); store the new site.
-    Weights whose cavity is improper (v_c <= 0 or > 1e6, b_c <= 0, a_c <= 1) are skipped.
+    Weights whose cavity is improper (v_c <= 0 or > 1e6, b_c <= 0, a_c <= 1) are skipped;
+    a proper cavity's update is kept even when the new Gamma is improper, as the authors' C
+    code keeps it (see ``_refine_one``).
     Returns ``(m, v, sites, a, b, skipped)``, skipped the number of skipped or rejected sites.
     """
     carry = jnp.stack([a, b, jnp.zeros_like(a)])
