@@ -212,3 +212,27 @@ def test_the_gain_over_a_runs_own_start_is_shown_where_the_fit_records_one(tmp_p
     }
     assert cells["vi_diag"] == "" and cells["laplace"] == ""
     assert cells["vi_mix"].startswith(f"{want[0]:.4g} ± ")
+
+
+def test_the_adf_uci_table_puts_paper_004_table_3_under_the_deep_labels():
+    """Issue 17: the deep config's table shows paper 004 suppl. Table 3 beside our numbers."""
+    from bnnsweep.figures.adf_uci_table import adf_uci_table
+    from bnnsweep.figures.published import DEEP_ADF_TABLE3
+
+    ds = merged(make_runs())
+    ds = ds.isel(run=np.isin(ds["method"].values, ["vi_diag", "vi_full"]) & (ds["hidden"] == 2))
+    labels = np.where(ds["method"] == "vi_diag", "pbp_2layer", "pbp_5layer")
+    ds = ds.assign_coords(
+        method=("run", labels), dataset=("run", np.full(ds.sizes["run"], "boston_housing"))
+    )
+    texts = [
+        c.get_text().get_text() for c in adf_uci_table(ds).axes[0].tables[0].get_celld().values()
+    ]
+    two_layer, five_layer = (
+        DEEP_ADF_TABLE3["boston_housing"][1],
+        DEEP_ADF_TABLE3["boston_housing"][3],
+    )
+    assert any(t.endswith(f"\npaper 004 suppl. T3: {two_layer[0]:g}") for t in texts)
+    assert any(t.endswith(f"\npaper 004 suppl. T3: {five_layer[0]:g}") for t in texts)
+    # log-likelihood cells: the table gives no published value for them
+    assert sum("paper 004" in t for t in texts) == 2

@@ -4,8 +4,9 @@ One row per dataset; for each method label the test RMSE and test log-likelihood
 units), mean +- standard error over the splits (runs not ``diverged``, finite values), the
 better mean of each metric in bold, and the published 40-epoch PBP numbers of Hernandez-Lobato
 & Adams (2015, Table 1; the same protocol and splits) for reference. Paper 004 Fig. 2 reports
-PBP and EBP after 100 epochs as bar charts only. :func:`adf_uci_frame` gives the numbers as a
-DataFrame.
+PBP and EBP after 100 epochs as bar charts only; its supplement's Table 3 (two and five
+layers) is shown under our value of each such label. :func:`adf_uci_frame` gives the numbers
+as a DataFrame.
 
 Beside them, each other label's paired difference to the dataset's first PBP label (the
 reference; :mod:`._paired`): mean ± s.e. over the splits of (label - reference) per split,
@@ -20,6 +21,7 @@ from matplotlib.figure import Figure
 
 from ._common import mean_se, new_figure, note_figure, runs_frame, style, usable
 from ._paired import paired_columns
+from .published import references
 
 METRICS = ("test_rmse", "test_loglik")
 HIGHER_IS_BETTER = {"test_rmse": False, "test_loglik": True}
@@ -66,6 +68,14 @@ def _cell(mean: float, se: float) -> str:
     return "–" if mean != mean else (f"{mean:.4g} ± {se:.2g}" if se == se else f"{mean:.4g}")
 
 
+def _published_line(dataset: str, label: str, metric: str) -> str:
+    """A second line under our value with the published one for this label, where
+    :mod:`.published` knows it (paper 004 suppl. Table 3 for the two- and five-layer labels
+    of ``uci_adf_deep.yaml``); empty otherwise."""
+    refs = references(dataset, label).get(metric, ())
+    return "".join(f"\n{ref.short.split(',')[0]}: {ref.value:g}" for ref in refs)
+
+
 def adf_uci_table(ds: xr.Dataset) -> Figure:
     frame = adf_uci_frame(ds)
     if frame.empty:
@@ -94,7 +104,8 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
                 else None
             )
             for m in methods:
-                row.append(_cell(means[m], by_method[f"{metric}_se"].get(m, float("nan"))))
+                text = _cell(means[m], by_method[f"{metric}_se"].get(m, float("nan")))
+                row.append(text + _published_line(str(dataset), m, metric))
                 row_bold.append(m == best)
         for metric in METRICS:
             for m in compared:
@@ -113,14 +124,15 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
         row += [_cell(*published[0]), _cell(*published[1])] if published else ["", ""]
         body.append(row)
         bold.append([False, *row_bold, False, False])
+    row_scale = 3.0 if any("\n" in text for line in body for text in line) else 2.0
     with style():
-        fig = new_figure(2.0 + 1.7 * (len(header) - 1), 1.2 + 0.38 * (len(body) + 2))
+        fig = new_figure(2.0 + 1.7 * (len(header) - 1), 1.2 + 0.19 * row_scale * (len(body) + 2))
         ax = fig.add_subplot()
         ax.set_axis_off()
         table = ax.table(cellText=body, colLabels=header, loc="center", cellLoc="center")
         table.auto_set_font_size(False)
         table.set_fontsize(8)
-        table.scale(1.0, 2.0)
+        table.scale(1.0, row_scale)
         for (r, c), cell in table.get_celld().items():
             if r == 0:
                 cell.set_text_props(weight="bold")
@@ -128,7 +140,8 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
                 cell.set_text_props(weight="bold", color="#1a5e1a")
         ax.set_title(
             "Test RMSE and log-likelihood (original units), mean ± s.e. over splits; better mean"
-            " in bold;\npaired: mean ± s.e. of the per-split difference",
+            " in bold; under a value, the published one for that label where known;"
+            "\npaired: mean ± s.e. of the per-split difference",
             fontsize=9,
         )
     return fig
