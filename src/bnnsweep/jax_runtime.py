@@ -24,10 +24,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_USER_XLA_FLAGS = "XLA_FLAGS" in os.environ
-os.environ.setdefault(
-    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-)
+_DEFAULT_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# the user's own flags; ours, inherited from a parent that imported this module (Snakemake
+# building the DAG, a benchmark), are not
+_USER_XLA_FLAGS = os.environ.get("XLA_FLAGS", _DEFAULT_XLA_FLAGS) != _DEFAULT_XLA_FLAGS
+os.environ.setdefault("XLA_FLAGS", _DEFAULT_XLA_FLAGS)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
