@@ -167,13 +167,12 @@ def cmd_list(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .results import merge_cells
-    from .runner import write_result
+    from .results import merge_cells, write_netcdf_atomic
 
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
-    merged = write_result(
+    merged = write_netcdf_atomic(
         merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output
     )
     # the figures, from the merged file as written, in this same process (the workflow's

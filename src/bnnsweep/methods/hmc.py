@@ -13,14 +13,12 @@ over the kept samples; the variance adds the mean noise variance 1/beta.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..datasets.base import Split
-from ..engines.mcmc import hmc as hmc_sampler
 from ..engines.mcmc.diagnostics import effective_sample_size, split_rhat
-from ..engines.optimise import minimise_weights
-from ..jax_runtime import jnp, key_from_rng
 from ..method_base import (
     FitResult,
     check_choice,
@@ -29,9 +27,11 @@ from ..method_base import (
     evenly_spaced,
 )
 from ..model_settings import ModelSettings
-from ..models import jax_network
 from ..models.priors import GammaPrior, check_prior_supported
 from . import Method, Work, register
+
+if TYPE_CHECKING:
+    from ..models import jax_network
 
 # rank-normalised split R-hat above this marks a fit not_converged (Vehtari et al. 2021
 # sec. 4.3 recommend 1.01 for final inferences; 1.1 is the older, looser threshold kept here
@@ -86,6 +86,8 @@ _TARGETS: dict[tuple, tuple] = {}
 
 
 def _build_target(spec: jax_network.NetworkSpec, noise: GammaPrior):
+    from ..models import jax_network
+
     def potential(data, theta, w):
         (x, t), (alpha, beta) = data, theta
         return jax_network.penalised_error(spec, x, t, w, alpha, beta)
@@ -98,6 +100,13 @@ def _build_target(spec: jax_network.NetworkSpec, noise: GammaPrior):
 
 
 def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print) -> FitResult:
+    # the compiled core is imported by a fit, not with the module: Snakemake imports this
+    # module to plan a sweep (settings, cost model), and JAX cost 0.46 s of that DAG's 2 s
+    from ..engines.mcmc import hmc as hmc_sampler
+    from ..engines.optimise import minimise_weights
+    from ..jax_runtime import jnp, key_from_rng
+    from ..models import jax_network
+
     objective, noise = settings.build(split)
     net, prior = objective.network, objective.prior
     C, K = settings.chains, prior.n_groups
