@@ -229,10 +229,10 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
 
     ``dataset``: every split and seed of one dataset, method label and axis values, one
     after another in one process (so a compiled function is built once), or with
-    ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells of one
-    experiment packed until their typical time (``packing_seconds``, safety included)
-    reaches ``target_minutes``, across method labels (the short cells of several methods
-    share one interpreter start); ``none``: a job per cell. No batch holds more than
+    ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells
+    of one experiment packed until their typical time (``packing_seconds``; the safety
+    factor is for the time a job asks for, not for packing) reaches ``target_minutes``,
+    across method labels (the short cells of several methods share one interpreter start); ``none``: a job per cell. No batch holds more than
     ``max_cells``. A batch is named ``<experiment>.<label>.<k>``, or for cells of several
     labels ``<experiment>.<first label>_to_<last label>.<k>``.
     """
@@ -267,7 +267,7 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
             current: list[Cell] = []
             total = 0.0
             for cell in members:
-                need = SAFETY * packing_seconds(cell)
+                need = packing_seconds(cell)
                 if current and (total + need > target or len(current) >= limit):
                     add(key, current, how)
                     current, total = [], 0.0
