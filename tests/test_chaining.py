@@ -54,10 +54,16 @@ def _richardson_ti_error(lambdas, phi) -> float:
 
 @pytest.mark.parametrize("n", [20, 60])
 def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
-    """Ratio, TI, AIS, reverse AIS (from the lambda = 1 chains' draws) and their BDMC middle
-    within 3.5 of their
-    replicate (jackknife, 16 replicates) s.e. of the exact evidence on every one of three
-    seeds (TI also within its discretisation error), and their s.e. in a sane range."""
+    """Against the exact evidence, on every one of three seeds, with 16 replicates'
+    (jackknife) s.e.: ratio and TI within 3.5 s.e. (TI also within its discretisation
+    error); forward AIS, a stochastic lower bound (Jensen; Grosse et al. 2015 sec. 4), not
+    above the truth by more than 3.5 s.e., reverse AIS (from the lambda = 1 chains' draws), a
+    stochastic upper bound, not below it by more than 3.5 s.e.; their BDMC middle, whose
+    s.e. counts half the bracket, within 3.5 s.e. Every s.e. in a sane range.
+
+    Forward AIS is not held to 3.5 s.e. below: its finite annealing leaves it below the
+    truth by more than its s.e. measures (n = 20, 8 seeds: 0.05-0.10 nats, 1.2-1.7 s.e. on
+    average), a bias the bracket covers and its jackknife s.e. does not."""
     split = linear_split(n=n)
     objective, noise = get_method("laplace").settings(LINEAR).build(split)
     reference = linear_log_evidence_integrated(objective, noise)
@@ -67,20 +73,22 @@ def test_estimators_match_quadrature_on_bayesian_linear_regression(n):
     for seed in SEEDS:
         res = run_chain(model, lambdas, proto, np.random.default_rng([n, seed]))
         ti_bias = _richardson_ti_error(lambdas, res.phi_trace)
+        middle = bdmc_estimate(
+            res.log_z_ais, res.log_z_ais_se, res.log_z_ais_reverse, res.log_z_ais_reverse_se
+        )
         for value, se, bias in [
             (res.log_z_ratio, res.log_z_ratio_se, 0.0),
             (res.log_z_ti, res.log_z_ti_se, ti_bias),
-            (res.log_z_ais, res.log_z_ais_se, 0.0),
-            (res.log_z_ais_reverse, res.log_z_ais_reverse_se, 0.0),
-            (
-                *bdmc_estimate(
-                    res.log_z_ais, res.log_z_ais_se, res.log_z_ais_reverse, res.log_z_ais_reverse_se
-                ),
-                0.0,
-            ),  # fmt: skip
+            (*middle, 0.0),
         ]:
             assert 0 < se < 1.0
             assert abs(value - reference) < 3.5 * se + bias, (seed, value, se, bias, reference)
+        for se in (res.log_z_ais_se, res.log_z_ais_reverse_se):
+            assert 0 < se < 1.0
+        below = (seed, res.log_z_ais, res.log_z_ais_se, reference)
+        assert res.log_z_ais - reference < 3.5 * res.log_z_ais_se, below
+        above = (seed, res.log_z_ais_reverse, res.log_z_ais_reverse_se, reference)
+        assert reference - res.log_z_ais_reverse < 3.5 * res.log_z_ais_reverse_se, above
         # paper 001 fig. 1a's error E(lambda, w) = lambda phi + E_0 at the last link's samples
         post = res.posterior_samples
         expected = model.phi(post)[0] + model.prior_energy(post)

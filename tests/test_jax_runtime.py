@@ -71,3 +71,14 @@ def test_users_own_flags_are_left_alone():
     assert report["flags"] == flags
     assert len(_pool(report)) == len(report["full"])
     assert all(affinity == report["full"] for _, affinity in report["threads"].values())
+
+
+def test_xla_reads_every_flag_after_our_defaults(tmp_path):
+    """Our default XLA_FLAGS hold XLA flags only: XLA stops at a token that is not one and
+    silently ignores every flag after it. A dump directory appended after them is used."""
+    from bnnsweep import jax_runtime
+
+    assert all(token.startswith("--xla_") for token in jax_runtime._DEFAULT_XLA_FLAGS.split())
+    dump = tmp_path / "dump"
+    _probe(f"{jax_runtime._DEFAULT_XLA_FLAGS} --xla_dump_to={dump}")
+    assert dump.is_dir() and any(dump.iterdir())

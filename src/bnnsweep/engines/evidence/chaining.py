@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp, key_from_rng
+from ...jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
 from ..mcmc import hmc
 from .estimators import ais_estimate, ratio_estimate, thermodynamic
 
@@ -248,7 +248,10 @@ def _ais_program(target, n_steps: int):
         )
         return log_w, accept.mean()
 
-    return jax.jit(jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)))
+    return jax.jit(
+        jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)),
+        compiler_options=SAMPLER_COMPILER_OPTIONS,
+    )
 
 
 def _ais_steps(target, steps, link) -> np.ndarray:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
+from ...jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp
 
 # potential(params, theta, w (W,)) -> scalar U for one chain
 Potential = Callable[[Any, Any, jax.Array], jax.Array]
@@ -230,20 +230,20 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
             burn_value if burn_value == keep_value else jnp.where(burning, burn_value, keep_value)
         )
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
     def init(params, theta, w, key):
         u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(params, theta, w)
         p = jax.random.normal(key, w.shape, w.dtype)
         return ChainState(w, p, u, grad, theta)
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
     def refresh(params, state):
         u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(
             params, state.theta, state.w
         )
         return state._replace(u=u, grad=grad)
 
-    @partial(jax.jit, donate_argnums=0)
+    @partial(jax.jit, donate_argnums=0, compiler_options=SAMPLER_COMPILER_OPTIONS)
     def advance(buf, carry, params, key, consts, n_burn, start, stop):
         # ``buf`` (burn-in acceptance, n_burn x B, and the kept draws, S x B x W) is donated:
         # updated in place, never copied; a write the phase does not make goes out of
