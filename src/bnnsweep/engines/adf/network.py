@@ -96,11 +96,29 @@ def _unit_moments(zm1, zv1, second, m, v, exact_inputs: bool):
     return mu, _apply(zv1, m * m) + _apply(second, v)
 
 
-def _back(g, w):
-    """sum_o g[t, o] w[o, j]: g (..., T, O), w (..., O, D) -> (..., T, D); see ``_apply``."""
-    if g.shape[-2] == 1:
-        return jnp.sum(g[..., :, :, None] * w[..., None, :, :], axis=-2)
-    return g @ w
+def _add_triples(x, y):
+    return x[0] + y[0], x[1] + y[1], x[2] + y[2]
+
+
+def _back_moments(g_mu, g_tau, m, v):
+    """The sums over a layer's outputs o of the reverse pass (eq. 7 differentiated),
+    sum_o g_mu[t, o] m_oj, sum_o g_tau[t, o] v_oj and sum_o g_tau[t, o] (m_oj^2 + v_oj),
+    g (..., T, O), m, v (..., O, D) -> three (..., T, D).
+
+    For one point (T = 1, the filter) one three-output reduction over o of elementwise
+    products, as in ``_unit_moments``: a single-output reduction of a product is rewritten by
+    the compiler into a matrix-vector product (a YNNPACK kernel) or, when the replicate axis
+    has size 1, into a tree of partial sums, so its summation order, and a replicate's
+    numbers, depended on the batch size; a multi-output reduction is summed in order.
+    Matrix products otherwise.
+    """
+    if g_mu.shape[-2] == 1:
+        gm_o, gt_o = g_mu[..., :, :, None], g_tau[..., :, :, None]
+        m_oj, v_oj = m[..., None, :, :], v[..., None, :, :]
+        terms = (gm_o * m_oj, gt_o * v_oj, gt_o * (m_oj * m_oj + v_oj))
+        zero = jnp.zeros((), dtype=m.dtype)
+        return jax.lax.reduce(terms, (zero, zero, zero), _add_triples, (gm_o.ndim - 2,))
+    return g_mu @ m, g_tau @ v, g_tau @ (m * m + v)
 
 
 def _outer_products(pairs):
@@ -197,8 +215,9 @@ def backward(means, variances, cache, g_nu, g_psi):
         grads_v[layer] = outer[1]
         if layer == 0:
             break
-        g_zm = _back(g_mu, m) / sq + 2.0 * zm1 * (_back(g_tau, v) / fan_in)
-        g_zv = _back(g_tau, m * m + v) / fan_in
+        back_m, back_v, back_second = _back_moments(g_mu, g_tau, m, v)
+        g_zm = back_m / sq + 2.0 * zm1 * (back_v / fan_in)
+        g_zv = back_second / fan_in
         g_zm, g_zv = g_zm[..., :-1], g_zv[..., :-1]  # the bias unit is constant
         dm_dmu, dm_dtau, dv_dmu, dv_dtau = cache[layer - 1][3]
         g_mu = g_zm * dm_dmu + g_zv * dv_dmu
