@@ -15,11 +15,10 @@
 3. The default sweep (config/config.yaml) the same way, into a temporary results directory
    (target: under 10% of the time outside fits).
 4. ``--adf``: PBP and EBP on boston_housing, energy and yacht, every split (config
-   uci_adf.yaml restricted to them), through Snakemake with the default batching (each
-   method's cells packed by time, one after another in one process), against the same fits
-   batched in one process
-   (``fit_many``); ``--adf-one-per-job`` also runs them one job per cell and compares every
-   cell file bitwise.
+   uci_adf.yaml restricted to them), through Snakemake with the default batching (one job
+   per dataset and method, a vectorised ``fit_many``), against the same fits in one process
+   (``fit_many`` per dataset and method, and one ``fit`` after another); ``--adf-one-per-job``
+   also runs them one job per cell and compares every cell file bitwise.
 
 ``--batching none`` runs 2-4 with one job per cell, for the comparison.
 Everything runs in temporary directories; nothing under the project's results/ is touched.

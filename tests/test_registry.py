@@ -68,9 +68,9 @@ def test_jobsize_prices_a_cell_by_its_methods_cost_model():
 
 def test_adf_is_priced_per_data_point_and_packed_across_datasets():
     """An ADF update touches one data point, so a pbp cell's bound is seconds, not the hours
-    a per-call pass over all N points would give; without ``vectorise`` its cells pack by
-    time across datasets (each dataset's cells together, so its program compiles once per
-    job), with ``vectorise`` one job per dataset."""
+    a per-call pass over all N points would give; with ``vectorise`` (the default) one job
+    per dataset, without it its cells pack by time across datasets (each dataset's cells
+    together, so its program compiles once per job)."""
     cells = [
         Cell("u", d, str(k), "pbp", "pbp", 0, (("hidden", 50),), {"hidden": 50, "epochs": 40})
         for d in ("boston_housing", "yacht")
@@ -84,11 +84,13 @@ def test_adf_is_priced_per_data_point_and_packed_across_datasets():
     assert jobsize.fit_seconds(cells[0], shape) == pytest.approx(expected)
     assert jobsize.fit_seconds(cells[0], shape) < 5.0
     batching = dict(jobsize.BATCHING_DEFAULTS)
-    (packed,) = jobsize.plan_batches(cells, batching)
-    assert packed.strategy == "time" and packed.cells == cells
-    per_dataset = jobsize.plan_batches(cells, {**batching, "vectorise": True})
+    assert batching["vectorise"]
+    per_dataset = jobsize.plan_batches(cells, batching)
     assert [b.strategy for b in per_dataset] == ["dataset", "dataset"]
     assert [len(b.cells) for b in per_dataset] == [3, 3]
+    assert all(b.vectorised for b in per_dataset)
+    (packed,) = jobsize.plan_batches(cells, {**batching, "vectorise": False})
+    assert packed.strategy == "time" and packed.cells == cells
 
 
 def _imported_after(code: str) -> dict:

@@ -161,7 +161,7 @@ BATCHING_DEFAULTS = {
     "target_minutes": 5.0,
     "max_cells": 400,
     "methods": {},
-    "vectorise": False,
+    "vectorise": True,
 }
 STRATEGIES = ("dataset", "time", "none")
 
