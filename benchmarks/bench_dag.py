@@ -18,7 +18,8 @@
    uci_adf.yaml restricted to them), through Snakemake with the default batching (one job
    per dataset and method, a vectorised ``fit_many``), against the same fits in one process
    (``fit_many`` per dataset and method, and one ``fit`` after another); ``--adf-one-per-job``
-   also runs them one job per cell and compares every cell file bitwise.
+   also runs them one job per cell and compares every cell file bitwise. Each of these runs
+   starts from an empty compile cache of its own.
 
 ``--batching none`` runs 2-4 with one job per cell, for the comparison.
 Everything runs in temporary directories; nothing under the project's results/ is touched.
@@ -256,11 +257,20 @@ def main(argv=None) -> int:
         print("target: < 10% of the time outside fits for the default sweep")
     if args.adf:
         with tempfile.TemporaryDirectory(prefix="bench_adf_") as tmp:
+
+            def cold_cache(name: str) -> None:
+                """Each ADF run compiles its programs as a first run does: a cache of its
+                own (shared, the later runs would load what the first compiled)."""
+                os.environ["BNNSWEEP_JAX_CACHE"] = str(Path(tmp) / f"jax_cache_{name}")
+
             batched = Path(tmp) / "batched"
+            cold_cache("workflow")
             out["adf_workflow"] = run_sweep(adf_config(), args.cores, "auto", keep=batched)
             report("ADF through the workflow", out["adf_workflow"])
             for vectorise in (True, False):
-                # each in a fresh process, so that neither reuses the other's compilations
+                # each in a fresh process with a cache of its own, so that neither reuses
+                # the other's compilations
+                cold_cache(f"one_process_{vectorise}")
                 one = json.loads(
                     subprocess.run(
                         [sys.executable, __file__, "--adf-one-process", str(int(vectorise))],
@@ -277,6 +287,7 @@ def main(argv=None) -> int:
                 )
             if args.adf_one_per_job:
                 single = Path(tmp) / "single"
+                cold_cache("one_per_job")
                 out["adf_one_per_job"] = run_sweep(adf_config(), args.cores, "none", keep=single)
                 report("ADF one job per cell", out["adf_one_per_job"])
                 out["adf_bitwise"] = compare_results(batched, single)
