@@ -206,8 +206,9 @@ def batching_settings(config: dict) -> dict:
 
 def strategy(cell: Cell, batching: dict) -> str:
     """How a cell's method is batched: the config's choice for its label or method, else
-    ``dataset`` for methods with a vectorised ``fit_many`` when ``vectorise`` is on, ``time`` for methods with a work
-    model, ``none`` (a job per cell) for the rest; ``mode: none`` turns batching off.
+    ``dataset`` for methods with a vectorised ``fit_many`` when ``vectorise`` is on (the
+    default), ``time`` for methods with a work model, ``none`` (a job per cell) for the
+    rest; ``mode: none`` turns batching off.
 
     ``dataset`` is the default only with ``vectorise``: one after another in one process,
     ``time`` packing builds each dataset's compiled functions once as well (its cells come
@@ -232,8 +233,8 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells
     of one experiment packed until their typical time (``packing_seconds``; the safety
     factor is for the time a job asks for, not for packing) reaches ``target_minutes``,
-    across method labels (the short cells of several methods share one interpreter start); ``none``: a job per cell. No batch holds more than
-    ``max_cells``. A batch is named ``<experiment>.<label>.<k>``, or for cells of several
+    across method labels (the short cells of several methods share one interpreter start);
+    ``none``: a job per cell. No batch holds more than ``max_cells``. A batch is named ``<experiment>.<label>.<k>``, or for cells of several
     labels ``<experiment>.<first label>_to_<last label>.<k>``.
     """
     target = 60.0 * float(batching["target_minutes"])
