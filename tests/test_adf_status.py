@@ -93,7 +93,7 @@ def test_exploded_weights_make_the_run_diverged():
         means = run.state.means
         run.state = run.state._replace(means=(*means[:-1], means[-1] * 1e9))
         trace = np.full(5, np.nan)
-        exploded = run._result(0, trace, trace)
+        exploded = run._result(0, trace, trace, run.test_moments(), run.train_moments())
         assert np.all(np.isfinite(exploded.pred_mean))
         assert exploded.status == "diverged" and "training RMSE" in exploded.status_message
         assert exploded.diagnostics["train_rmse_ratio"] > 1e6

@@ -22,7 +22,6 @@ from ..engines.adf.filter import (
     FilterState,
     batched_output_moments,
     compiled_epoch,
-    output_moments,
 )
 from ..engines.adf.network import Architecture
 from ..engines.adf.updates import PriorSites
@@ -202,8 +201,9 @@ class ADF:
         return FilterState(
             means=tuple(jnp.asarray(m) for m in means),
             variances=tuple(jnp.asarray(v) for v in variances),
-            noise_a=jnp.full(R, float(s.noise_shape)),
-            noise_b=jnp.full(R, float(s.noise_rate)),
+            # strongly typed float64, as the filter's outputs: see PriorSites.initial
+            noise_a=jnp.full(R, float(s.noise_shape), jnp.float64),
+            noise_b=jnp.full(R, float(s.noise_rate), jnp.float64),
             prior_a=jnp.asarray(prior_a),
             prior_b=jnp.asarray(prior_b),
             sites=sites,
@@ -230,24 +230,12 @@ class ADF:
 
     def host_state(self) -> FilterState:
         """The current state as numpy arrays, copied from the device once per state (each
-        replicate's predictions and results then index it without a compiled call each)."""
+        replicate's results then index it without a compiled call each)."""
         if self._host_copy is None or self._host_copy[0] is not self.state:
             self._host_copy = (self.state, jax.tree.map(np.asarray, self.state))
         return self._host_copy[1]
 
     # ---- predictions ---------------------------------------------------------------------
-    def output_moments(self, r: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        st = self.host_state()
-        nu, psi = output_moments(
-            tuple(m[r] for m in st.means), tuple(v[r] for v in st.variances), jnp.asarray(x)
-        )
-        return np.asarray(nu), np.asarray(psi)
-
-    def predict(self, r: int, x: np.ndarray, y: np.ndarray, rng) -> dict:
-        """Predictive summaries at inputs x for replicate r, with log p(y | x) per point."""
-        nu, psi = self.output_moments(r, x)
-        return self.summarise(r, nu, psi, y, rng)
-
     def summarise(self, r: int, nu: np.ndarray, psi: np.ndarray, y: np.ndarray, rng) -> dict:
         """Predictive summaries of replicate r from its output moments (nu, psi) at the
         inputs of the targets y, with log p(y | x) per point."""
@@ -279,8 +267,16 @@ class ADF:
     def test_moments(self) -> tuple[np.ndarray, np.ndarray]:
         """Output moments (nu, psi) of every replicate at its own test inputs, (R, T, P)
         padded to the longest test set, in one compiled call."""
+        return self._moments(self.x_test)
+
+    def train_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Output moments (nu, psi) of every replicate at its own training inputs, (R, N, P)
+        padded to the longest training set, in one compiled call."""
+        return self._moments(self.x)
+
+    def _moments(self, x) -> tuple[np.ndarray, np.ndarray]:
         st = self.state
-        nu, psi = batched_output_moments(st.means, st.variances, self.x_test)
+        nu, psi = batched_output_moments(st.means, st.variances, x)
         return np.asarray(nu), np.asarray(psi)
 
     def test_scores(self, r: int, rng, nu: np.ndarray, psi: np.ndarray) -> tuple[float, float]:
@@ -321,13 +317,19 @@ class ADF:
                 else ""
             )
             self.log(f"epoch {e + 1}/{s.epochs}{scores}")
-        return [self._result(r, trace_err[r], trace_ll[r]) for r in range(R)]
+        test, train = self.test_moments(), self.train_moments()
+        return [self._result(r, trace_err[r], trace_ll[r], test, train) for r in range(R)]
 
-    def _result(self, r: int, trace_err, trace_ll) -> FitResult:
+    def _result(self, r: int, trace_err, trace_ll, test_moments, train_moments) -> FitResult:
+        """Replicate r's result from every replicate's (nu, psi) at the test and training
+        inputs (``test_moments``, ``train_moments``)."""
         s, split, rng = self.settings, self.splits[r], self.rngs[r]
         st = jax.tree.map(lambda leaf: leaf[r], self.host_state())
-        test = self.predict(r, split.x_test, split.y_test, rng)
-        train = self.predict(r, split.x_train, split.y_train, rng)
+        T, N = self.n_test[r], self.n_train[r]
+        nu, psi = test_moments
+        test = self.summarise(r, nu[r, :T], psi[r, :T], split.y_test, rng)
+        nu, psi = train_moments
+        train = self.summarise(r, nu[r, :N], psi[r, :N], split.y_train, rng)
         gaussian = self.likelihood == "gaussian"
         result = FitResult(
             pred_mean=test["mean"],

@@ -168,15 +168,9 @@ def compiled_epoch(cfg: FilterConfig):
 
 
 @partial(jax.jit, compiler_options=BITWISE_OPTIONS)
-def output_moments(means, variances, x):
-    """Predictive output moments (nu, psi) (T, P) of one replicate at inputs x (T, I)
-    (eq. 7-8)."""
-    return forward(means, variances, x)
-
-
-@partial(jax.jit, compiler_options=BITWISE_OPTIONS)
 def batched_output_moments(means, variances, x):
-    """``output_moments`` of every replicate at once: a leading replicate axis on every
-    array, inputs x (R, T, I) padded to the longest test set (padded rows are computed and
-    ignored; every row is independent of the others)."""
+    """Predictive output moments (nu, psi) (R, T, P) of every replicate at its own inputs
+    (eq. 7-8): a leading replicate axis on every array, inputs x (R, T, I) padded to the
+    longest set (padded rows are computed and ignored; every row is independent of the
+    others)."""
     return jax.vmap(forward)(means, variances, x)

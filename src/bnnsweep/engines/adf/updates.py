@@ -49,9 +49,16 @@ class PriorSites(NamedTuple):
 
     @classmethod
     def initial(cls, n_rep: int, n_weights: int, variance: float) -> PriorSites:
-        """Sites that hold the prior's variance b/(a-1) and no information about lambda."""
+        """Sites that hold the prior's variance b/(a-1) and no information about lambda.
+        Every leaf is a strongly typed float64 array, as the filter's outputs are: a weakly
+        typed one (what ``jnp.full`` makes of a Python float) would make the first epoch a
+        program of its own, compiled a second time for the next."""
         shape = (n_rep, n_weights)
-        return cls(jnp.zeros(shape), jnp.full(shape, variance), jnp.ones(shape), jnp.zeros(shape))
+        f64 = jnp.float64
+        return cls(
+            jnp.zeros(shape, f64), jnp.full(shape, variance, f64), jnp.ones(shape, f64),
+            jnp.zeros(shape, f64),
+        )  # fmt: skip
 
 
 def _refine_one(carry, weight):
