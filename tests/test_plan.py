@@ -152,3 +152,47 @@ def test_short_cells_of_several_labels_share_a_job_within_their_experiment(tmp_p
     assert [
         b.batch_id for b in jobsize.plan_batches(expand(alone), jobsize.batching_settings(alone))
     ] == ["t.map.0"]
+
+
+def test_fit_jobs_are_scheduled_longest_first_after_their_data(tmp_path):
+    """Each batch job's Snakemake priority is its typical length in seconds
+    (``Batch.priority``), so the scheduler starts the longest ready batch first; data
+    preparation outranks every fit (a long fit waiting for its data would start last)."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+
+    from bnnsweep.sweep import cell_index
+    from bnnsweep.workflow_run import snakemake_command
+
+    config = {
+        "experiments": {
+            "long": {
+                "datasets": ["toy_sine"],
+                "seeds": [0],
+                "methods": {"vi_mixture": {"hidden": 3, "components": 3}},
+            },
+            "short": SHORT_CELLS["experiments"]["t"],
+        }
+    }
+    cells = list(cell_index(expand(validate(config))).values())  # as the Snakefile orders them
+    batches = jobsize.plan_batches(cells, jobsize.BATCHING_DEFAULTS)
+    expected = {b.rule_name: b.priority() for b in batches}
+    lengths = {b.rule_name: sum(jobsize.packing_seconds(c) for c in b.cells) for b in batches}
+    assert sorted(expected, key=expected.get) == sorted(lengths, key=lengths.get)
+    assert len(set(expected.values())) == len(expected)  # a real ordering, not a tie
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    root = Path(__file__).resolve().parents[1]
+    cmd = snakemake_command(root, tmp_path, path, "--dry-run", "--cores", "2")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
+    out = proc.stdout + proc.stderr
+    seen = {}
+    for block in re.split(r"\n(?=(?:local)?rule )", out):
+        if m := re.match(r"(?:local)?rule (\w+):", block):
+            p = re.search(r"^\s+priority: (\d+)$", block, re.M)
+            seen.setdefault(m.group(1), int(p.group(1)) if p else 0)
+    assert {name: seen[name] for name in expected} == expected
+    assert seen["prepare_data"] > max(expected.values())

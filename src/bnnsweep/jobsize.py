@@ -184,6 +184,16 @@ class Batch:
         times = [fit_seconds(c, data_shape(c.dataset, c.split)) for c in self.cells]
         return None if any(t is None for t in times) else float(sum(times))
 
+    def priority(self) -> int:
+        """The job's scheduling priority: its typical time in whole seconds (the sum of its
+        cells' ``packing_seconds``; a cell without a work model counts as ``DEFAULT``'s
+        runtime). Snakemake starts the ready job of highest priority first, so the longest
+        batches start first (longest-processing-time-first) and the short ones fill the
+        cores at the end, instead of a long job starting last and leaving the other cores
+        idle while it runs."""
+        times = [packing_seconds(c) for c in self.cells]
+        return int(round(sum(60.0 * DEFAULT["runtime"] if t is None else t for t in times)))
+
     def resources(self, attempt: int = 1) -> dict:
         """``runtime`` (minutes, the sum over the cells plus one start-up, safety included)
         and ``mem_mb`` (the largest cell's; all cells of a vectorised batch at once)."""

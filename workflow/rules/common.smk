@@ -1,5 +1,9 @@
 # Helpers that map wildcards and batches to the validated cells; no science here.
 
+# Scheduling priority of data preparation: above every fit job's (its typical length in
+# seconds, bnnsweep.jobsize.Batch.priority), so datasets are ready before fits compete.
+DATA_PRIORITY = 10**9
+
 
 def merged_file(experiment):
     return f"{RESULTS}/{experiment}/merged.nc"

@@ -7,6 +7,9 @@ rule prepare_data:
         f"{RESULTS}/data/{{dataset}}.nc",
     log:
         f"{RESULTS}/logs/data/{{dataset}}.log",
+    # before every fit job (whose priority is its length in seconds): a fit can only start
+    # once its data is there, and a long fit waiting for its data would start last
+    priority: DATA_PRIORITY
     conda:
         CONDA_ENV
     resources:

@@ -11,6 +11,7 @@
 # job's own wall time, CPU time and peak memory, written by fit-batch from getrusage when it
 # is done; Snakemake's benchmark directive would sample the job with psutil twice a
 # second for its first 15 s, about 0.2 s of CPU per job (benchmarks/bench_dag.py).
+# Priority: the batch's typical time in seconds, so that the longest batches start first.
 # Resources: the sum of the cells' estimated times, the largest cell's memory (all cells'
 # for a vectorised batch), scaled up on each retry.
 for batch in BATCHES:
@@ -25,6 +26,7 @@ for batch in BATCHES:
         log:
             log=f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
             usage=f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv",
+        priority: batch.priority()
         conda:
             CONDA_ENV
         threads: 1
