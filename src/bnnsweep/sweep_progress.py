@@ -4,11 +4,11 @@ Started by the Snakefile's ``onstart`` in the main Snakemake process, a daemon t
 every ``interval`` seconds at which cell files exist and prints one line when the count has
 changed, e.g. ``bnnsweep: 120/400 cells done (30%), about 12m 05s left``.
 
-The time left comes from the plan's estimates (``jobsize.fit_seconds``, the work models'
-bounds) calibrated as ``bnnsweep plan`` calibrates them: each method's estimates are scaled
-by the median of measured over estimated time of its finished cells (``runtime_s`` in the
-cell files; a method with none finished yet keeps its bound, as an uncalibrated plan does:
-bounds of different methods are off by different factors), and the work left is
+The time left comes from the plan's estimates (``jobsize.packing_seconds``, the work models'
+typical times) calibrated as ``bnnsweep plan`` calibrates them: each method's estimates are
+scaled by the median of measured over estimated time of its finished cells (``runtime_s`` in
+the cell files; a method with none finished yet keeps its typical time, as an uncalibrated
+plan does: the estimates of different methods are off by different factors), and the work left is
 divided by this run's parallelism (the measured time of the cells finished since the start
 over the wall time since then). Until a cell has finished in this run, no time is given.
 """
@@ -104,14 +104,16 @@ class SweepProgress:
 
 
 def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
-    """{cell file: (method label, ``jobsize.fit_seconds``)} of {cell file: Cell}; None where
-    a cell cannot be priced (no work model, or its data cannot be read here)."""
-    from .jobsize import fit_seconds
+    """{cell file: (method label, ``jobsize.packing_seconds``)} of {cell file: Cell}: the
+    typical time, not the bound, which is up to 30 times longer (every restart and iteration
+    run to its limit); None where a cell cannot be priced (no work model, or its data cannot
+    be read here)."""
+    from .jobsize import packing_seconds
 
     out = {}
     for path, cell in cells.items():
         try:
-            out[path] = (cell.method, fit_seconds(cell))
+            out[path] = (cell.method, packing_seconds(cell))
         except Exception:  # noqa: BLE001 - progress is never worth a failed sweep
             out[path] = (cell.method, None)
     return out
