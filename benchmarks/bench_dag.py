@@ -54,17 +54,30 @@ EXPERIMENT = "bench"
 ADF_DATASETS = ["boston_housing", "energy", "yacht"]
 
 
+SEEDS_PER_LABEL = 1000
+
+
 def generated_config(n_cells: int, batching: str = "auto") -> dict:
-    """A sweep of ``n_cells`` exact cells on toy_sine, one per seed."""
+    """A sweep of ``n_cells`` exact cells on toy_sine: up to ``SEEDS_PER_LABEL`` seeds, times
+    as many method labels of ``exact`` as it takes (a config file holds at most
+    ``config.MAX_CONFIG_NODES`` values, so 100,000 cells cannot be 100,000 listed seeds)."""
+    seeds = min(n_cells, SEEDS_PER_LABEL)
+    if n_cells % seeds:
+        raise SystemExit(f"--cells/--dag-cells above {SEEDS_PER_LABEL} must be a multiple of it")
+    labels = n_cells // seeds
+    if labels == 1:
+        methods = {"exact": {"hidden": 0}}
+    else:
+        methods = {f"exact_{k}": {"method": "exact", "hidden": 0} for k in range(labels)}
     return {
         "batching": {"mode": batching},
         "experiments": {
             EXPERIMENT: {
                 "description": f"{n_cells} closed-form linear-regression cells",
                 "datasets": ["toy_sine"],
-                "seeds": list(range(n_cells)),
+                "seeds": list(range(seeds)),
                 "figures": ["error_table"],
-                "methods": {"exact": {"hidden": 0}},
+                "methods": methods,
             }
         },
     }
