@@ -38,6 +38,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .user_cache import user_cache_dir  # noqa: E402
+
 jax.config.update("jax_enable_x64", True)
 
 
@@ -46,8 +48,7 @@ def cache_dir() -> Path | None:
     value = os.environ.get("BNNSWEEP_JAX_CACHE")
     if value is not None:
         return Path(value) if value.strip() else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bnnsweep" / "jax"
+    return user_cache_dir() / "jax"
 
 
 def _configure_cache() -> None:

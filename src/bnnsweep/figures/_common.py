@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -20,6 +21,7 @@ from matplotlib.figure import Figure
 
 from ..atomic_file import write_atomic
 from ..axes import NOT_APPLICABLE
+from . import theme
 
 RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", *NOT_APPLICABLE)
 MEMBER_DIMS = ("mode", "component")
@@ -37,12 +39,9 @@ DPI = 150
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
-    """Seaborn's whitegrid theme for axes created inside the block (no global change).
-    Seaborn (and the scipy.stats it loads, 1.5 s) is imported here and in
-    ``method_palette``, not at the top: tables need neither."""
-    import seaborn as sns
-
-    with sns.axes_style("whitegrid"), sns.plotting_context("notebook", font_scale=0.9):
+    """Seaborn's whitegrid theme (``theme.rc``) for axes created inside the block (no global
+    change)."""
+    with matplotlib.rc_context(theme.rc()):
         yield
 
 
@@ -97,11 +96,9 @@ PALETTE_SIZE = 20
 def _fixed_colours() -> tuple[dict[str, tuple[float, float, float]], list]:
     """Every registered method's own colour (seaborn's colorblind palette, then its dark one),
     by the method's place among the sorted registered names, and the colours left over."""
-    import seaborn as sns
-
     from ..methods import names
 
-    colours = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
+    colours = theme.palette("colorblind") + theme.palette("dark")
     registered = names()[:PALETTE_SIZE]
     return dict(zip(registered, colours, strict=False)), colours[len(registered) :]
 
@@ -117,9 +114,7 @@ def colour_distance(a, b) -> float:
 def _farthest_colours(n: int, taken: list) -> list:
     """``n`` colours from 36 husl hues, each in turn the candidate farthest (``colour_distance``)
     from every colour already taken, so that no extra label lands next to a method's own."""
-    import seaborn as sns
-
-    candidates = list(sns.color_palette("husl", 36))
+    candidates = theme.palette("husl")
     chosen: list = []
     for _ in range(n):
         used = list(taken) + chosen
