@@ -23,3 +23,31 @@ def test_the_figure_and_merge_commands_import_no_datasets_models_or_jax():
     assert (
         _heavy_imports_after("import bnnsweep.cli\nfrom bnnsweep.results import merge_cells") == []
     )
+
+
+def test_the_dataset_registry_and_a_prepared_regression_set_import_no_models_or_scipy():
+    """Snakemake's DAG and every ``prepare`` job import the registry: registering a dataset
+    (its metadata, e.g. the bars entropy) must not load the network models or scipy.special
+    (0.1 s a process), which only the data generators that use them import."""
+    for code in (
+        "import bnnsweep.datasets",
+        "from bnnsweep import datasets\ndatasets.load('toy_sine')",
+    ):
+        heavy = _heavy_imports_after(code + "\nimport bnnsweep.models.activations as a\ndel a")
+        assert "scipy.special" in heavy  # the check sees scipy.special where it is imported
+        heavy = _heavy_imports_after(code)
+        assert "scipy.special" not in heavy and "jax" not in heavy, heavy
+
+
+def test_the_models_package_gives_its_names_on_first_use():
+    from bnnsweep import models
+    from bnnsweep.models.network import Network
+
+    assert models.Network is Network
+    assert set(models.__all__) <= set(dir(models))
+    try:
+        models.no_such_name  # noqa: B018
+    except AttributeError as err:
+        assert "no_such_name" in str(err)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.binary_states import all_states
-
 
 def bars_images(rng: np.random.Generator, n: int, size: int = 4) -> np.ndarray:
     """n images drawn from the generating process, flattened row-major: (n, size*size)."""
@@ -21,6 +19,8 @@ def bars_images(rng: np.random.Generator, n: int, size: int = 4) -> np.ndarray:
 def bars_distribution(size: int = 4) -> tuple[np.ndarray, np.ndarray]:
     """The distinct images and their probabilities: 2^(size+1) - 2 images (30 for 4x4),
     the blank and the full image twice as likely as the others."""
+    from ..models.binary_states import all_states  # models only when the data are made
+
     on = all_states(size).astype(bool)
     horiz = np.broadcast_to(on[:, :, None], (len(on), size, size)).reshape(len(on), -1)
     vert = np.broadcast_to(on[:, None, :], (len(on), size, size)).reshape(len(on), -1)

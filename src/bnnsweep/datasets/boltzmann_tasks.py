@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.boltzmann import fully_connected_mask, random_machines, weights_to_vector
 from .base import Split
 from .classes import load_vendored
 from .generated import unstandardised_split
@@ -60,6 +59,8 @@ DATA_MODEL = "boltzmann"
 def ensemble_rows(weights: np.ndarray, biases: np.ndarray) -> np.ndarray:
     """(K, n(n-1)/2 + n) rows of a ``network_ensemble`` split from fully connected machines:
     the upper-triangle weights, then the biases."""
+    from ..models.boltzmann import fully_connected_mask, weights_to_vector
+
     n = biases.shape[-1]
     return np.concatenate([weights_to_vector(weights, fully_connected_mask(n)), biases], -1)
 
@@ -67,6 +68,8 @@ def ensemble_rows(weights: np.ndarray, biases: np.ndarray) -> np.ndarray:
 def ensemble_machines(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of ``ensemble_rows``: weights (K, n, n) and biases (K, n), with n read from
     the row length n(n+1)/2."""
+    from ..models.boltzmann import fully_connected_mask
+
     rows = np.asarray(rows, float)
     width = rows.shape[-1]
     n = int(round((np.sqrt(8 * width + 1) - 1) / 2))
@@ -107,6 +110,8 @@ def _empty_test(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     split_names=["default"],
 )
 def bm_random_10() -> dict[str, Split]:
+    from ..models.boltzmann import fully_connected_mask, random_machines
+
     rng = np.random.default_rng(BM_RANDOM_SEED)
     mask = fully_connected_mask(BM_RANDOM_UNITS)
     w, b = random_machines(rng, BM_RANDOM_COUNT, mask, -1.0, 1.0)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .base import DatasetError, Split
 from .checksums import verify_sha256
@@ -136,6 +135,8 @@ def synthetic_softmax_data(n_classes: int, seed: int) -> tuple[np.ndarray, np.nd
     Logits are scaled by 3 (so classes are learnable) and each class's logit is centred over
     a large pool of inputs so that every class occurs often enough to fill its quota.
     """
+    from scipy.special import logsumexp  # scipy only when the data are made
+
     rng = np.random.default_rng(seed)
     pool = 8 * SOFTMAX_PER_CLASS * n_classes
     x = rng.standard_normal((pool, SOFTMAX_INPUTS))

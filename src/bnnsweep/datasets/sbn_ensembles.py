@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.sigmoid_belief import pack_parameters, random_layered_sbn
 from .bars import bars_entropy, bars_images
 from .generated import unstandardised_split
 from .registry import register
@@ -62,6 +61,8 @@ def network_ensemble_rows(
     layer_sizes: tuple[int, ...], n_networks: int, span: float, seed: tuple[int, ...]
 ) -> np.ndarray:
     """(K, n_parameters + n_visible): K random nets' parameters, then visible values 0."""
+    from ..models.sigmoid_belief import pack_parameters, random_layered_sbn
+
     net = random_layered_sbn(layer_sizes, n_networks, span, np.random.default_rng(seed))
     return np.concatenate([pack_parameters(net), np.zeros((n_networks, layer_sizes[-1]))], -1)
 
