@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from .axes import AXES, NOT_APPLICABLE
+from .code_imports import import_statements
+from .code_imports import save as save_import_statements
 
 
 @dataclass(frozen=True)
@@ -153,29 +155,29 @@ def _package_of(path: Path) -> list[str]:
 @cache
 def _imports(path: Path) -> frozenset[Path]:
     """Files of bnnsweep that ``path`` imports (anywhere in it, lazily imported ones too);
-    each file parsed once per process (the modules every method and figure share, once)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    each file's statements read once per process and parsed once per content
+    (``code_imports``)."""
     found: set[Path] = set()
     package = _package_of(path)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - node.level + 1]
-            elif node.module and node.module.split(".")[0] == "bnnsweep":
-                base = []
-            else:
-                continue
-            module = node.module.split(".") if node.module else []
-            if not node.level:
-                module = module[1:]
-            target = ".".join(base + module)
-            for alias in node.names:  # a submodule, or a name defined in the module
-                sub = _module_file(f"{target}.{alias.name}" if target else alias.name)
-                found.add(sub if sub else _module_file(target))
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "bnnsweep":
-                    found.add(_module_file(".".join(alias.name.split(".")[1:])))
+    for level, dotted, names in import_statements(path):
+        if level is None:  # import bnnsweep.x.y
+            for name in names:
+                if name.split(".")[0] == "bnnsweep":
+                    found.add(_module_file(".".join(name.split(".")[1:])))
+            continue
+        if level:
+            base = package[: len(package) - level + 1]
+        elif dotted.split(".")[0] == "bnnsweep":
+            base = []
+        else:
+            continue
+        module = dotted.split(".") if dotted else []
+        if not level:
+            module = module[1:]
+        target = ".".join(base + module)
+        for name in names:  # a submodule, or a name defined in the module
+            sub = _module_file(f"{target}.{name}" if target else name)
+            found.add(sub if sub else _module_file(target))
     return frozenset(f for f in found if f is not None)
 
 
@@ -194,6 +196,7 @@ def code_files(module: str) -> tuple[Path, ...]:
             if dep not in seen and dep not in excluded:
                 seen.add(dep)
                 todo.append(dep)
+    save_import_statements()
     return tuple(sorted(seen))
 
 
