@@ -68,9 +68,10 @@ def test_jobsize_prices_a_cell_by_its_methods_cost_model():
 
 def test_adf_is_priced_per_data_point_and_packed_across_datasets():
     """An ADF update touches one data point, so a pbp cell's bound is seconds, not the hours
-    a per-call pass over all N points would give; with ``vectorise`` (the default) one job
-    per dataset, without it its cells pack by time across datasets (each dataset's cells
-    together, so its program compiles once per job)."""
+    a per-call pass over all N points would give; with ``vectorise`` (the default) one
+    ``fit_many`` per dataset, short datasets sharing a job up to the target length; without
+    it its cells pack by time across datasets (each dataset's cells together, so its
+    program compiles once per job)."""
     cells = [
         Cell("u", d, str(k), "pbp", "pbp", 0, (("hidden", 50),), {"hidden": 50, "epochs": 40})
         for d in ("boston_housing", "yacht")
@@ -85,10 +86,17 @@ def test_adf_is_priced_per_data_point_and_packed_across_datasets():
     assert jobsize.fit_seconds(cells[0], shape) < 5.0
     batching = dict(jobsize.BATCHING_DEFAULTS)
     assert batching["vectorise"]
-    per_dataset = jobsize.plan_batches(cells, batching)
-    assert [b.strategy for b in per_dataset] == ["dataset", "dataset"]
-    assert [len(b.cells) for b in per_dataset] == [3, 3]
-    assert all(b.vectorised for b in per_dataset)
+    # two short datasets: one job, each dataset's cells one fit_many
+    (both,) = jobsize.plan_batches(cells, batching)
+    assert both.strategy == "dataset" and both.vectorised and both.cells == cells
+    assert both.fit_groups() == [cells[:3], cells[3:]]
+    # a target below one dataset's typical time: a job per dataset
+    short_target = {**batching, "target_minutes": jobsize.typical_seconds(cells[:3]) / 60 / 2}
+    per_dataset = jobsize.plan_batches(cells, short_target)
+    assert [b.cells for b in per_dataset] == [cells[:3], cells[3:]]
+    assert all(b.vectorised and b.strategy == "dataset" for b in per_dataset)
+    # memory: the largest fit group's, as one group is in memory at a time
+    assert both.resources()["mem_mb"] == max(b.resources()["mem_mb"] for b in per_dataset)
     (packed,) = jobsize.plan_batches(cells, {**batching, "vectorise": False})
     assert packed.strategy == "time" and packed.cells == cells
 

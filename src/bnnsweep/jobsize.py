@@ -185,14 +185,23 @@ class Batch:
         return None if any(t is None for t in times) else float(sum(times))
 
     def priority(self) -> int:
-        """The job's scheduling priority: its typical time in whole seconds (the sum of its
-        cells' ``packing_seconds``; a cell without a work model counts as ``DEFAULT``'s
-        runtime). Snakemake starts the ready job of highest priority first, so the longest
-        batches start first (longest-processing-time-first) and the short ones fill the
-        cores at the end, instead of a long job starting last and leaving the other cores
-        idle while it runs."""
-        times = [packing_seconds(c) for c in self.cells]
-        return int(round(sum(60.0 * DEFAULT["runtime"] if t is None else t for t in times)))
+        """The job's scheduling priority: its typical time in whole seconds
+        (``typical_seconds``). Snakemake starts the ready job of highest priority first, so
+        the longest batches start first (longest-processing-time-first) and the short ones
+        fill the cores at the end, instead of a long job starting last and leaving the other
+        cores idle while it runs."""
+        return int(round(typical_seconds(self.cells)))
+
+    def fit_groups(self) -> list[list[Cell]]:
+        """The cells that run together: with ``vectorised``, those of one method label,
+        dataset and axis values (one ``fit_many`` each, as ``runner.fit_batch`` runs them);
+        otherwise each cell on its own."""
+        if not self.vectorised:
+            return [[cell] for cell in self.cells]
+        groups: dict[tuple, list[Cell]] = {}
+        for cell in self.cells:
+            groups.setdefault((cell.method, cell.dataset, cell.axes), []).append(cell)
+        return list(groups.values())
 
     def resources(self, attempt: int = 1) -> dict:
         """``runtime`` (minutes, the sum over the cells plus one start-up, safety included)
@@ -204,9 +213,40 @@ class Batch:
             runtime = DEFAULT["runtime"] * len(self.cells)
         else:
             runtime = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * (STARTUP_S + fit) / 60.0))
-        mems = [memory_mb(c, data_shape(c.dataset, c.split)) for c in self.cells]
-        mem = _round_mb(BASE_MEM_MB + (sum(mems) if self.vectorised else max(mems)))
+        mem = _round_mb(
+            BASE_MEM_MB
+            + max(
+                sum(memory_mb(c, data_shape(c.dataset, c.split)) for c in group)
+                for group in self.fit_groups()
+            )
+        )
         return {"runtime": runtime * attempt, "mem_mb": mem * attempt}
+
+
+def typical_seconds(cells: list[Cell]) -> float:
+    """The typical fit time of ``cells`` one after another: the sum of their
+    ``packing_seconds``, a cell without a work model counting as ``DEFAULT``'s runtime."""
+    times = [packing_seconds(c) for c in cells]
+    return float(sum(60.0 * DEFAULT["runtime"] if t is None else t for t in times))
+
+
+def pack(units: list[list[Cell]], target_s: float, limit: int) -> list[list[Cell]]:
+    """Consecutive ``units`` (lists of cells that stay together) joined into jobs while their
+    ``typical_seconds`` stay within ``target_s`` and their cells within ``limit``; a unit
+    beyond either is a job of its own."""
+    jobs: list[list[Cell]] = []
+    current: list[Cell] = []
+    total = 0.0
+    for unit in units:
+        need = typical_seconds(unit)
+        if current and (total + need > target_s or len(current) + len(unit) > limit):
+            jobs.append(current)
+            current, total = [], 0.0
+        current = current + list(unit)
+        total += need
+    if current:
+        jobs.append(current)
+    return jobs
 
 
 def batching_settings(config: dict) -> dict:
@@ -240,7 +280,10 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
 
     ``dataset``: every split and seed of one dataset, method label and axis values, one
     after another in one process (so a compiled function is built once), or with
-    ``vectorise`` as one ``fit_many`` where the method has one; ``time``: consecutive cells
+    ``vectorise`` as one ``fit_many`` where the method has one; such groups of one
+    experiment that are short share a job (``pack``: consecutive groups up to
+    ``target_minutes`` of typical time, e.g. PBP on the small UCI sets), so that a group
+    of seconds does not pay an interpreter start and a cluster queue of its own; ``time``: consecutive cells
     of one experiment packed until their typical time (``packing_seconds``; the safety
     factor is for the time a job asks for, not for packing) reaches ``target_minutes``,
     across method labels (the short cells of several methods share one interpreter start);
@@ -272,22 +315,21 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
         vectorised = how == "dataset" and len(members) > 1 and bool(batching["vectorise"])
         batches.append(Batch(f"{key[0]}.{name}.{k}", members, how, vectorised))
 
+    dataset_units: dict[str, list[list[Cell]]] = {}  # per experiment, in order
     for key, members in groups.items():
         how = kinds[key]
+        chunks = [members[start : start + limit] for start in range(0, len(members), limit)]
         if how == "time":
-            current: list[Cell] = []
-            total = 0.0
-            for cell in members:
-                need = packing_seconds(cell)
-                if current and (total + need > target or len(current) >= limit):
-                    add(key, current, how)
-                    current, total = [], 0.0
-                current.append(cell)
-                total += need
-            add(key, current, how)
+            for job in pack([[cell] for cell in members], target, limit):
+                add(key, job, how)
+        elif how == "dataset":
+            dataset_units.setdefault(key[0], []).extend(chunks)
         else:
-            for start in range(0, len(members), limit):
-                add(key, members[start : start + limit], how)
+            for chunk in chunks:
+                add(key, chunk, how)
+    for experiment, units in dataset_units.items():
+        for job in pack(units, target, limit):
+            add((experiment,), job, "dataset")
     names = [b.rule_name for b in batches]
     if len(set(names)) != len(names):
         raise ValueError("two batches share a rule name; make experiment and method labels differ")
