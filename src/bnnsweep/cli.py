@@ -9,6 +9,7 @@ registry for fits, matplotlib for figures), inside its function.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import sys
@@ -499,5 +500,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``bnnsweep`` command: ``main``, then an exit without the interpreter's teardown.
+
+    Tearing down the modules a job loaded (JAX, matplotlib, pandas, xarray) costs 0.15-0.2 s
+    of CPU a process, a tenth of a merge-and-draw job. Every file bnnsweep writes is closed
+    (and fsynced) before ``main`` returns, so after it the exit handlers run (``atexit``:
+    logging and the libraries' own) and the standard streams are flushed, and the process
+    ends with ``os._exit``. An exception that is not a user error still ends with its
+    traceback, the normal way."""
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing left to deliver
+            pass
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
