@@ -31,8 +31,9 @@ _cache: dict[str, list] | None = None
 _new: dict[str, list] = {}
 
 
-def cache_file() -> Path:
-    return user_cache_dir() / CACHE_NAME
+def cache_file() -> Path | None:
+    base = user_cache_dir()
+    return None if base is None else base / CACHE_NAME
 
 
 def parse(text: str, filename: str = "<source>") -> list[Statement]:
@@ -50,7 +51,8 @@ def _loaded() -> dict[str, list]:
     global _cache
     if _cache is None:
         try:
-            data = json.loads(cache_file().read_text())
+            path = cache_file()
+            data = {} if path is None else json.loads(path.read_text())
             _cache = data if isinstance(data, dict) else {}
         except (OSError, ValueError):
             _cache = {}
@@ -84,13 +86,14 @@ def import_statements(path: Path) -> list[Statement]:
 def save() -> None:
     """Write the statements parsed since the last save into the cache file (nothing when
     there are none); a cache that cannot be written costs a parse next time, nothing else."""
-    if not _new:
+    path = cache_file()
+    if not _new or path is None:
         return
     merged = {**_loaded(), **_new}
     if len(merged) > MAX_ENTRIES:
         merged = dict(list(merged.items())[-MAX_ENTRIES:])
     try:
-        write_atomic(cache_file(), lambda tmp: Path(tmp).write_text(json.dumps(merged)))
+        write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(merged)))
     except (WriteError, ValueError):
         return
     _loaded().update(_new)

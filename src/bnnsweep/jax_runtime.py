@@ -48,7 +48,8 @@ def cache_dir() -> Path | None:
     value = os.environ.get("BNNSWEEP_JAX_CACHE")
     if value is not None:
         return Path(value) if value.strip() else None
-    return user_cache_dir() / "jax"
+    base = user_cache_dir()
+    return None if base is None else base / "jax"
 
 
 def _configure_cache() -> None:

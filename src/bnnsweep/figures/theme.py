@@ -39,9 +39,10 @@ def _versions() -> str:
     return "_".join(found)
 
 
-def cache_file() -> Path:
-    """The theme's cache file for the installed seaborn and matplotlib."""
-    return user_cache_dir() / "figures" / f"theme_{_versions()}.json"
+def cache_file() -> Path | None:
+    """The theme's cache file for the installed seaborn and matplotlib (None: no cache)."""
+    base = user_cache_dir()
+    return None if base is None else base / "figures" / f"theme_{_versions()}.json"
 
 
 def from_seaborn() -> dict:
@@ -75,12 +76,14 @@ def theme() -> dict:
     """The theme from the cache file, else from seaborn (and then into the cache file)."""
     path = cache_file()
     try:
-        cached = json.loads(path.read_text())
+        cached = None if path is None else json.loads(path.read_text())
     except (OSError, ValueError):
         cached = None
     if _valid(cached):
         return cached
     fresh = from_seaborn()
+    if path is None:
+        return fresh
     try:
         write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(fresh)))
     except (WriteError, ValueError):
