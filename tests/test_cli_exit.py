@@ -44,3 +44,24 @@ def test_a_fit_leaves_its_cell_and_its_whole_log(tmp_path):
     assert any(line.startswith("done in") for line in lines)
     assert lines[-1].endswith(f"-> {out}") and "status ok" in lines[-1]  # the summary, last
     assert done.stdout.strip().endswith(f"-> {out}")
+
+
+def test_a_closed_pipe_stops_quietly():
+    """`bnnsweep list datasets | head -1`: the reader leaves early; no error line."""
+    script = (
+        "import sys\n"
+        "from bnnsweep import cli\n"
+        "class Closed:\n"
+        "    def write(self, text):\n"
+        "        raise BrokenPipeError(32, 'Broken pipe')\n"
+        "    def flush(self):\n"
+        "        raise BrokenPipeError(32, 'Broken pipe')\n"
+        "    def fileno(self):\n"
+        "        return sys.__stdout__.fileno()\n"
+        "sys.stdout = Closed()\n"
+        "cli.run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "list", "datasets"], capture_output=True, text=True
+    )
+    assert done.returncode == 141 and done.stderr == ""

@@ -491,6 +491,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`bnnsweep list datasets | head`): stop quietly, as other
+        # command-line tools do, and send nothing more to the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
     except Exception as err:
         if not isinstance(err, _user_errors()):
             raise
