@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from bnnsweep.datasets.base import Split
+from bnnsweep.engines.adf.replicates import ADF
 from bnnsweep.jax_runtime import jax
 from bnnsweep.methods import SettingsError, get_method
-from bnnsweep.methods.adf import ADF, EBPSettings, PBPSettings, fit, fit_many
+from bnnsweep.methods.adf import EBPSettings, PBPSettings, fit, fit_many
 from bnnsweep.results import cell_dataset
 from bnnsweep.sweep import Cell
 
@@ -118,7 +119,8 @@ def test_pbp_learns_a_regression_and_ebp_keeps_unit_variances():
         assert rmse < 0.5 * np.std(split.y_test), seed
         assert pbp.diagnostics["prior_shape"] > 6.0  # EP refinement moved the Gamma of lambda
         assert pbp.traces["epoch_test_error"][0] == ("epoch",)
-    run = ADF([split], EBPSettings(hidden=10, epochs=3), [np.random.default_rng(0)], **quiet)
+    settings = EBPSettings(hidden=10, epochs=3)
+    run = ADF([split], settings, [np.random.default_rng(0)], fixed_variance=True, **quiet)
     (ebp,) = run.run()
     assert np.all(np.isfinite(ebp.pred_mean)) and np.isnan(ebp.diagnostics["prior_shape"])
     assert all(np.all(np.asarray(v) == 1.0) for v in run.state.variances)
@@ -259,7 +261,9 @@ def test_first_epoch_sees_the_types_of_every_later_one(settings):
         return [(a.shape, a.dtype, a.weak_type) for a in jax.tree.leaves(state)]
 
     splits = [_split("regression", seed=s) for s in (0, 1)]
-    run = ADF(splits, settings, [np.random.default_rng(s) for s in (0, 1)], log=lambda *_: None)
+    rngs = [np.random.default_rng(s) for s in (0, 1)]
+    ebp = isinstance(settings, EBPSettings)
+    run = ADF(splits, settings, rngs, log=lambda *_: None, fixed_variance=ebp)
     before = avals(run.state)
     run.epoch()
     assert avals(run.state) == before

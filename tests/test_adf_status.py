@@ -1,4 +1,4 @@
-"""ADF runs in numerical trouble are not ``ok`` (methods/adf.py ``flag_unstable``): a share of
+"""ADF runs in numerical trouble are not ``ok`` (engines/adf/replicates.py ``flag_unstable``): a share of
 rejected weight updates per point visit above ``REJECTED_SHARE_LIMIT``, or above
 ``NO_FIT_SHARE`` with a training fit no better than ``NO_FIT_RATIO``, is ``not_converged``; a
 predictive mean fitting the training targets more than ``TRAIN_RMSE_LIMIT`` times worse than
@@ -10,18 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.method_base import FitResult
-from bnnsweep.methods.adf import (
+from bnnsweep.engines.adf.replicates import (
     ADF,
     NO_FIT_RATIO,
     NO_FIT_SHARE,
     REJECTED_SHARE_LIMIT,
     TRAIN_RMSE_LIMIT,
-    PBPSettings,
-    fit,
     flag_unstable,
     train_rmse_ratio,
 )
+from bnnsweep.method_base import FitResult
+from bnnsweep.methods.adf import PBPSettings, fit
 
 quiet = {"log": lambda *_: None}
 

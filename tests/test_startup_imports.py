@@ -51,3 +51,15 @@ def test_the_models_package_gives_its_names_on_first_use():
         assert "no_such_name" in str(err)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_checking_adf_settings_loads_no_jax():
+    """Snakemake's DAG, ``validate`` and ``plan`` of an ADF config build every cell's settings;
+    the compiled core (JAX, 0.3-0.5 s) is loaded only by the fit itself."""
+    code = (
+        "from bnnsweep.methods import get_method\n"
+        "for name in ('pbp', 'ebp'):\n"
+        "    get_method(name).settings({'hidden': 50, 'likelihood': 'gaussian'})\n"
+    )
+    assert "jax" not in _heavy_imports_after(code)
+    assert "jax" in _heavy_imports_after(code + "import bnnsweep.engines.adf.replicates\n")

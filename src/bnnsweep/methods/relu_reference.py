@@ -19,13 +19,14 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from ..datasets.base import Split
+from ..engines.adf import choices
 from ..engines.adf import likelihoods as lik
 from ..engines.adf.network import Architecture, backward, forward
+from ..engines.adf.replicates import n_classes_of
 from ..engines.mcmc import hmc as hmc_sampler
 from ..jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
 from . import Method, no_work_model, register
-from .adf import n_classes_of
 
 LIKELIHOODS = ("probit", "softmax")
 
@@ -63,14 +64,14 @@ class ReferenceHMCSettings(PointSettings):
 
 
 def accepted_tasks(settings: PointSettings) -> tuple[str, ...]:
-    return lik.TASKS[settings.likelihood]
+    return choices.TASKS[settings.likelihood]
 
 
 class ClassifierPosterior:
     """Negative log posterior of a batch of weight vectors (B, W) of the ReLU classifier."""
 
     def __init__(self, split: Split, settings: PointSettings):
-        n_out = lik.n_outputs(settings.likelihood, n_classes_of([split]), 1)
+        n_out = choices.n_outputs(settings.likelihood, n_classes_of([split]), 1)
         self.arch = Architecture((split.n_inputs, *[settings.hidden] * settings.layers, n_out))
         self.sizes = [o * i for o, i in self.arch.shapes]
         self.split, self.settings = split, settings

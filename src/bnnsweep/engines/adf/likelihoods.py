@@ -15,28 +15,11 @@ import math
 from ...jax_runtime import jax, jnp
 from .relu_moments import inverse_mills, log_probit
 
-LIKELIHOODS = ("gaussian", "probit", "softmax", "poisson")
-TASKS = {
-    "gaussian": ("regression",),
-    "probit": ("binary",),
-    "softmax": ("multiclass", "binary"),
-    "poisson": ("count",),
-}
-SOFTMAX_APPROXIMATIONS = ("mc", "bound")
 LOG_2PI = math.log(2.0 * math.pi)
 
 _logsumexp = jax.scipy.special.logsumexp
 _gammaln = jax.scipy.special.gammaln
 _digamma = jax.scipy.special.digamma
-
-
-def n_outputs(likelihood: str, n_classes: int, n_targets: int) -> int:
-    """Network outputs: one per class for softmax, one for probit and Poisson."""
-    if likelihood == "softmax":
-        return n_classes
-    if likelihood == "gaussian":
-        return n_targets
-    return 1
 
 
 # ---- Gaussian with a Gamma noise precision (eq. 25; HL&A 2015 sec. 3.1) ------------------
