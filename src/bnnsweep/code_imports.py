@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 from pathlib import Path
 
-from .atomic_file import WriteError, write_atomic
-from .user_cache import user_cache_dir
+from .user_cache import cache_path, read_json, write_json
 
 CACHE_NAME = "code_imports_v1.json"
-MAX_ENTRIES = 5000
-"""Entries kept in the cache file (several checkouts of the package may share it)."""
+MAX_ENTRIES = 1000
+"""Entries kept in the cache file: the package's modules several times over (checkouts and
+edits share it), and small enough (about 0.5 MB) to read in each process in milliseconds."""
 
 Statement = tuple[int | None, str, tuple[str, ...]]
 """``(level, module, names)`` of ``from <level dots><module> import <names>``; level None
@@ -32,8 +31,7 @@ _new: dict[str, list] = {}
 
 
 def cache_file() -> Path | None:
-    base = user_cache_dir()
-    return None if base is None else base / CACHE_NAME
+    return cache_path(CACHE_NAME)
 
 
 def parse(text: str, filename: str = "<source>") -> list[Statement]:
@@ -50,12 +48,8 @@ def parse(text: str, filename: str = "<source>") -> list[Statement]:
 def _loaded() -> dict[str, list]:
     global _cache
     if _cache is None:
-        try:
-            path = cache_file()
-            data = {} if path is None else json.loads(path.read_text())
-            _cache = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            _cache = {}
+        data = read_json(cache_file())
+        _cache = data if isinstance(data, dict) else {}
     return _cache
 
 
@@ -86,15 +80,11 @@ def import_statements(path: Path) -> list[Statement]:
 def save() -> None:
     """Write the statements parsed since the last save into the cache file (nothing when
     there are none); a cache that cannot be written costs a parse next time, nothing else."""
-    path = cache_file()
-    if not _new or path is None:
+    if not _new:
         return
     merged = {**_loaded(), **_new}
     if len(merged) > MAX_ENTRIES:
         merged = dict(list(merged.items())[-MAX_ENTRIES:])
-    try:
-        write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(merged)))
-    except (WriteError, ValueError):
-        return
-    _loaded().update(_new)
-    _new.clear()
+    if write_json(cache_file(), merged):
+        _loaded().update(_new)
+        _new.clear()

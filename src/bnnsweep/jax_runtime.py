@@ -38,7 +38,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .user_cache import user_cache_dir  # noqa: E402
+from .user_cache import cache_path  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -48,8 +48,7 @@ def cache_dir() -> Path | None:
     value = os.environ.get("BNNSWEEP_JAX_CACHE")
     if value is not None:
         return Path(value) if value.strip() else None
-    base = user_cache_dir()
-    return None if base is None else base / "jax"
+    return cache_path("jax")
 
 
 def _configure_cache() -> None:

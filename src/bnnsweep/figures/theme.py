@@ -10,13 +10,11 @@ A cache that cannot be read or written costs the import, never a different figur
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ..atomic_file import WriteError, write_atomic
-from ..user_cache import user_cache_dir
+from ..user_cache import cache_path, read_json, write_json
 
 STYLE = "whitegrid"
 CONTEXT = "notebook"
@@ -41,8 +39,7 @@ def _versions() -> str:
 
 def cache_file() -> Path | None:
     """The theme's cache file for the installed seaborn and matplotlib (None: no cache)."""
-    base = user_cache_dir()
-    return None if base is None else base / "figures" / f"theme_{_versions()}.json"
+    return cache_path("figures", f"theme_{_versions()}.json")
 
 
 def from_seaborn() -> dict:
@@ -75,19 +72,11 @@ def _valid(theme) -> bool:
 def theme() -> dict:
     """The theme from the cache file, else from seaborn (and then into the cache file)."""
     path = cache_file()
-    try:
-        cached = None if path is None else json.loads(path.read_text())
-    except (OSError, ValueError):
-        cached = None
+    cached = read_json(path)
     if _valid(cached):
         return cached
     fresh = from_seaborn()
-    if path is None:
-        return fresh
-    try:
-        write_atomic(path, lambda tmp: Path(tmp).write_text(json.dumps(fresh)))
-    except (WriteError, ValueError):
-        pass  # an unwritable cache costs the import next time, nothing else
+    write_json(path, fresh)  # if it cannot be written, the next job imports seaborn again
     return fresh
 
 
