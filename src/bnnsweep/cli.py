@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import sys
@@ -517,10 +518,9 @@ def run() -> None:
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # a closed pipe or stream: nothing left to deliver
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing left to deliver
-            pass
     os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 

@@ -318,11 +318,12 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     dataset_units: dict[str, list[list[Cell]]] = {}  # per experiment, in order
     for key, members in groups.items():
         how = kinds[key]
-        chunks = [members[start : start + limit] for start in range(0, len(members), limit)]
         if how == "time":
             for job in pack([[cell] for cell in members], target, limit):
                 add(key, job, how)
-        elif how == "dataset":
+            continue
+        chunks = [members[start : start + limit] for start in range(0, len(members), limit)]
+        if how == "dataset":
             dataset_units.setdefault(key[0], []).extend(chunks)
         else:
             for chunk in chunks:
