@@ -625,3 +625,14 @@ def test_bad_files_and_options_give_one_line(tmp_path, args, message):
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["just a sentence\n", "- a list\n- of items\n"])
+def test_a_config_file_that_is_not_a_mapping_is_named(tmp_path, text):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    for command in ("validate", "plan"):
+        proc = subprocess.run([sys.executable, "-m", "bnnsweep.cli", command, str(path)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+        assert f"config file {str(path)!r} must be a mapping" in proc.stderr

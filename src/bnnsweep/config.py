@@ -337,4 +337,10 @@ def expand(config: dict) -> list[Cell]:
 
 def load(path: str | Path) -> dict:
     """Read a YAML config file strictly (``read_yaml``) and validate it."""
-    return validate(read_yaml(path))
+    config = read_yaml(path)
+    if not isinstance(config, dict):
+        raise ConfigError(
+            f"config file {str(path)!r} must be a mapping of keys (experiments: ...), "
+            f"got {type(config).__name__}"
+        )
+    return validate(config)
