@@ -15,7 +15,7 @@ them as ``xr.Dataset.to_netcdf`` (engine netcdf4) encodes such a Dataset, with t
 - the global attribute ``content_sha256`` records the content's checksum (``cell_checksum``),
   verified when the file is merged or checked.
 
-``tests/test_cell_writer.py`` checks the files against xarray's, variable by variable, for
+``tests/test_cell_files.py`` checks the files against xarray's, variable by variable, for
 cells of every method, and ``CellContent.to_dataset`` gives the same Dataset xarray reads.
 """
 
@@ -76,14 +76,14 @@ def _is_string(values: np.ndarray) -> bool:
 
 
 def _create(nc: netCDF4.Dataset, name: str, var: Variable, compress: bool, coordinates: str):
+    """Define variable ``name`` with its attributes; returns it and the values to store in
+    it, written once every variable is defined (``write_cell``)."""
     dims, values, attrs = var
     if _is_string(values):
         out = nc.createVariable(name, str, dims)
-        strings = np.asarray(values, dtype=object)
-        if strings.ndim == 0:
-            out[...] = strings.item()
-        else:
-            out[:] = strings
+        stored = np.asarray(values, dtype=object)
+        if stored.ndim == 0:
+            stored = stored.item()
     else:
         kind = values.dtype.kind
         if kind not in "fiub":
@@ -99,17 +99,20 @@ def _create(nc: netCDF4.Dataset, name: str, var: Variable, compress: bool, coord
             shuffle=compress,
             fill_value=np.nan if kind == "f" else None,
         )
-        out[...] = stored
     for key, value in attrs.items():
         out.setncattr(key, value)
     if coordinates:
         out.setncattr("coordinates", coordinates)
     if values.dtype.kind == "b":
         out.setncattr("dtype", "bool")
+    return out, stored
 
 
 def write_cell(content: CellContent, path: str | os.PathLike) -> None:
-    """Write ``content`` to a new NetCDF-4 file at ``path``."""
+    """Write ``content`` to a new NetCDF-4 file at ``path``. Every variable and attribute is
+    defined before any value is written: a write ends the file's define mode, and each
+    later definition would start it again and rewrite the metadata so far (about 8 ms of a
+    44-variable cell's 13 ms)."""
     shapes: dict[str, int] = {}
     for name, (dims, values, _) in (*content.data_vars.items(), *content.coords.items()):
         for dim, n in zip(dims, values.shape, strict=True):
@@ -119,17 +122,23 @@ def write_cell(content: CellContent, path: str | os.PathLike) -> None:
     with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
         for dim, n in shapes.items():
             nc.createDimension(dim, n)
+        defined = []
         for name, var in content.data_vars.items():
             if var[0] == (name,):  # named as its dimension: a dimension coordinate
-                _create(nc, name, var, False, "")
+                defined.append(_create(nc, name, var, False, ""))
                 continue
             listed = sorted(c for c, dims in non_dim.items() if dims <= set(var[0]))
-            _create(nc, name, var, True, " ".join(listed))
+            defined.append(_create(nc, name, var, True, " ".join(listed)))
         for name, var in content.coords.items():
-            _create(nc, name, var, False, "")
+            defined.append(_create(nc, name, var, False, ""))
         for key, value in content.attrs.items():
             nc.setncattr(key, value)
         nc.setncattr(CHECKSUM_ATTR, content.checksum())
+        for out, stored in defined:
+            if isinstance(stored, np.ndarray) and stored.dtype == object:
+                out[:] = stored
+            else:
+                out[...] = stored
 
 
 def write_cell_atomic(content: CellContent, path: str | os.PathLike) -> Path:

@@ -108,6 +108,15 @@ def _installed(package: str) -> str:
 
 
 def library_versions() -> dict[str, str]:
+    """Versions of Python and of the libraries a cell's numbers depend on, recorded in each
+    cell (a copy of ``_library_versions``)."""
+    return dict(_library_versions())
+
+
+@cache
+def _library_versions() -> dict[str, str]:
+    """Read once per process: each package's metadata lookup scans the installed
+    distributions (about 1.5 ms each, 0.56 s over a batch of 120 cells)."""
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,
