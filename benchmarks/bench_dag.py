@@ -290,6 +290,7 @@ def main(argv=None) -> int:
                 # each in a fresh process with a cache of its own, so that neither reuses
                 # the other's compilations
                 cold_cache(f"one_process_{vectorise}")
+                cpu = children_cpu()
                 one = json.loads(
                     subprocess.run(
                         [sys.executable, __file__, "--adf-one-process", str(int(vectorise)),
@@ -297,13 +298,18 @@ def main(argv=None) -> int:
                         capture_output=True, text=True, check=True,
                     ).stdout.splitlines()[-1]
                 )  # fmt: skip
+                # the whole process too: interpreter, imports and all, as the workflow's
+                # CPU time counts each of its processes whole
+                one["process_cpu_s"] = children_cpu() - cpu
                 name = "fit_many" if vectorise else "fit one after another"
                 out[f"adf_one_process_{'vectorised' if vectorise else 'sequential'}"] = one
-                ratio = out["adf_workflow"]["cpu_s"] / one["cpu_s"]
+                workflow = out["adf_workflow"]["cpu_s"]
                 print(
                     f"ADF in one process ({name}): {one['cells']} cells, {one['cpu_s']:.1f} s "
-                    f"CPU ({one['fit_cpu_s']:.1f} s fitting); workflow / this = {ratio:.2f} "
-                    "(target <= 1.2)"
+                    f"CPU from its first import of bnnsweep ({one['fit_cpu_s']:.1f} s fitting), "
+                    f"{one['process_cpu_s']:.1f} s for the whole process; workflow / this = "
+                    f"{workflow / one['cpu_s']:.2f}, {workflow / one['process_cpu_s']:.2f} "
+                    "against the whole process (target <= 1.2)"
                 )
             if args.adf_one_per_job:
                 single = Path(tmp) / "single"
