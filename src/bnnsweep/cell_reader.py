@@ -88,13 +88,20 @@ def read_variables(path) -> tuple[dict, set, dict]:
     return variables, coord_names, attrs
 
 
-def _read_plain(path):
+def plain_dataset(variables: dict, coord_names: set, attrs: dict):
+    """The ``xr.Dataset`` of ``read_variables``' answer."""
     import xarray as xr
 
-    variables, coord_names, attrs = read_variables(path)
     variables = {name: xr.Variable(*v) for name, v in variables.items()}
     coords = {name: variables.pop(name) for name in list(variables) if name in coord_names}
     return xr.Dataset(variables, coords=coords, attrs=attrs)
+
+
+def _read_with_xarray(path):
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds.load()
 
 
 def read_cell(path):
@@ -102,12 +109,23 @@ def read_cell(path):
     ``xr.Dataset`` equal to ``xr.open_dataset(path, engine="netcdf4").load()`` (without its
     encodings)."""
     try:
-        return _read_plain(path)
+        return plain_dataset(*read_variables(path))
     except _NotPlain:
-        import xarray as xr
+        return _read_with_xarray(path)
 
-        with xr.open_dataset(path, engine="netcdf4") as ds:
-            return ds.load()
+
+def read_any(path) -> tuple[dict, set, dict]:
+    """``read_variables`` of any NetCDF file: one in an encoding this module does not decode
+    is read by xarray and given in the same form (what ``read_cell`` holds, without an
+    ``xr.Dataset`` for each of a merge's many cells)."""
+    try:
+        return read_variables(path)
+    except _NotPlain:
+        ds = _read_with_xarray(path)
+        variables = {
+            name: (var.dims, var.values, dict(var.attrs)) for name, var in ds.variables.items()
+        }
+        return variables, set(ds.coords), dict(ds.attrs)
 
 
 def integrity_problem(path) -> str | None:
@@ -124,6 +142,11 @@ def integrity_problem(path) -> str | None:
             return dataset_integrity_problem(read_cell(path))
     except Exception as err:  # a damaged file fails in any of netCDF4's ways
         return f"it cannot be read ({err})"
+    return content_problem(variables, attrs)
+
+
+def content_problem(variables: dict, attrs: dict) -> str | None:
+    """``integrity_problem`` of a file already read (``read_variables``, ``read_any``)."""
     return checksum_problem(attrs.get(CHECKSUM_ATTR), content_checksum(variables, attrs))
 
 

@@ -283,45 +283,51 @@ def _as_object(values: np.ndarray) -> np.ndarray:
     return values.astype(object) if values.dtype.kind == "U" else values
 
 
-def _run_dataset(ds: xr.Dataset, drop, path, test_set_index: int) -> xr.Dataset:
-    """One cell as one entry of the ``run`` dimension, built in one constructor call (each
-    separate xarray assignment re-aligns the whole Dataset, which made merging cost 0.1 s
-    per cell): data variables gain a leading ``run``, sweep coordinates and per-run
-    attributes become ``run`` variables, and every unlabelled dimension gets integer labels
-    so that ragged traces align by padding."""
-
-    import xarray as xr
-
-    def variable(dims, values, attrs=None):
-        # plain numpy arrays of numbers or str objects: nothing for xarray to convert
-        return xr.Variable(dims, values, attrs, fastpath=True)
-
-    coord_names = set(ds.coords)
+def _run_variables(cell: tuple[dict, set, dict], drop, path, test_set_index: int):
+    """One cell (``cell_reader.read_any``: variables, coordinate names, attributes) as one
+    entry of the ``run`` dimension: (data variables, coordinates), each {name: (dims, values,
+    attrs)}. Data variables gain a leading ``run``, sweep coordinates and per-run attributes
+    become ``run`` variables, and every unlabelled dimension gets integer labels so that
+    ragged traces align by padding."""
+    variables, coord_names, attrs = cell
     data, coords = {}, {}
-    for name, var in ds.variables.items():
+    sizes: dict[str, int] = {}
+    for name, (dims, values, var_attrs) in variables.items():
+        sizes.update(zip(dims, np.shape(values), strict=True))
         if name in coord_names:
             if name not in RUN_COORDS:
-                coords[name] = variable(var.dims, _as_object(var.values), var.attrs)
+                coords[name] = (tuple(dims), _as_object(values), dict(var_attrs))
         elif name not in drop:
-            data[name] = variable(("run", *var.dims), _as_object(var.values)[None], var.attrs)
-    used = {d for var in (*data.values(), *coords.values()) for d in var.dims}
-    coords.update({d: np.arange(n) for d, n in ds.sizes.items() if d not in coords and d in used})
+            data[name] = (("run", *dims), _as_object(values)[None], dict(var_attrs))
+    used = {d for dims, _, _ in (*data.values(), *coords.values()) for d in dims}
+    for dim, n in sizes.items():
+        if dim not in coords and dim in used:
+            coords[dim] = ((dim,), np.arange(n), {})
     for name in RUN_COORDS:
         if name in coord_names:
-            coords[name] = variable(("run",), _as_object(ds.variables[name].values)[None])
-    cell = ds.attrs.get("title", "").removeprefix("bnnsweep cell ")
+            coords[name] = (("run",), _as_object(np.asarray(variables[name][1]))[None], {})
+    title = str(attrs.get("title", "")).removeprefix("bnnsweep cell ")
     per_run = {
-        "cell_file": cell or Path(path).name,
-        "method_name": str(ds.attrs.get("method_name", "")),
+        "cell_file": title or Path(path).name,
+        "method_name": str(attrs.get("method_name", "")),
     }
     for name, value in per_run.items():
-        coords[name] = variable(("run",), np.array([value], dtype=object))
-    coords["test_set_index"] = variable(("run",), np.array([test_set_index]))
+        coords[name] = (("run",), np.array([value], dtype=object), {})
+    coords["test_set_index"] = (("run",), np.array([test_set_index]), {})
     for attr in PER_RUN_ATTRS:
-        value = np.array([str(ds.attrs.get(attr, ""))], dtype=object)
-        data[attr] = variable(("run",), value)
-    attrs = {"library_versions": ds.attrs.get("library_versions", "{}")}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+        data[attr] = (("run",), np.array([str(attrs.get(attr, ""))], dtype=object), {})
+    return data, coords
+
+
+def _run_dataset(data: dict, coords: dict) -> xr.Dataset:
+    """``_run_variables``' answer as an ``xr.Dataset`` (for ``concat_runs``)."""
+    import xarray as xr
+
+    def variables(named):
+        # plain numpy arrays of numbers or str objects: nothing for xarray to convert
+        return {name: xr.Variable(*v, fastpath=True) for name, v in named.items()}
+
+    return xr.Dataset(variables(data), coords=variables(coords))
 
 
 def natural_order(path: str) -> list:
@@ -380,8 +386,9 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """
     import xarray as xr
 
-    from .cell_reader import dataset_integrity_problem, read_cell
+    from .cell_reader import content_problem, plain_dataset, read_any
     from .result_check import quarantine
+    from .run_stack import stack_runs
 
     cells, problems = [], {}
     for path in sorted((str(p) for p in paths), key=natural_order):
@@ -391,44 +398,45 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
             problems[path] = why
             continue
         try:
-            ds = read_cell(path)
-            cells.append((path, ds))
+            cell = read_any(path)
+            cells.append((path, cell))
         except Exception as err:  # a damaged file fails in any of netCDF4's ways
             problems[path] = f"it cannot be read ({err})"
             continue
-        if (why := dataset_integrity_problem(ds)) is not None:
+        if (why := content_problem(cell[0], cell[2])) is not None:
             problems[path] = why
     if problems:
         moved = (
             {p: str(quarantine(p, w)) for p, w in problems.items()} if quarantine_corrupt else {}
         )
         raise CorruptCells(problems, moved)
-    datasets = []
+    runs = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     seen: dict[str, str] = {}
-    for path, ds in cells:
-        if "run" in ds.dims:
+    versions = "{}"
+    for path, cell in cells:
+        variables, coord_names, attrs = cell
+        if "run" in {d for dims, _, _ in variables.values() for d in dims}:
             raise ValueError(f"{path} is already a merged file, not a cell file")
-        cell_id = ds.attrs.get("title", "").removeprefix("bnnsweep cell ") or path
+        cell_id = str(attrs.get("title", "")).removeprefix("bnnsweep cell ") or path
         if cell_id in seen:  # two runs of one cell could no longer be pivoted by their axes
             raise ValueError(f"cell {cell_id} is given twice: {seen[cell_id]} and {path}")
         seen[cell_id] = path
-        key = (str(ds["dataset"].item()), str(ds["split"].item()))
-        present = [name for name in TEST_DATA if name in ds]
+        key = tuple(str(np.asarray(variables[n][1]).item()) for n in ("dataset", "split"))
+        present = [name for name in TEST_DATA if name in variables]
         if key not in test_sets and present:
-            tests = ds[present]  # integer labels, so that test sets of other sizes align
+            tests = plain_dataset(*cell)[present]  # integer labels: test sets of other sizes align
             test_sets[key] = tests.assign_coords(
                 {d: np.arange(n) for d, n in tests.sizes.items() if d not in tests.coords}
             )
-        datasets.append(
-            _run_dataset(ds, present, path, list(test_sets).index(key) if present else -1)
-        )
-    if not datasets:
+        index = list(test_sets).index(key) if present else -1
+        runs.append(_run_variables(cell, present, path, index))
+        versions = attrs.get("library_versions", "{}")
+    if not runs:
         raise ValueError("no cell files to merge")
-    versions = datasets[-1].attrs.pop("library_versions", "{}")
-    for ds in datasets:
-        ds.attrs = {}
-    merged = concat_runs(datasets)
+    merged = stack_runs(runs)
+    if merged is None:  # a case the numpy stacking leaves to xarray
+        merged = concat_runs([_run_dataset(*run) for run in runs])
     if test_sets:
         tests = xr.concat(
             [t.expand_dims("test_set") for t in test_sets.values()],
@@ -447,7 +455,7 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     merged.attrs = {
         "title": "bnnsweep merged results",
         "bnnsweep_version": __version__,
-        "n_runs": len(datasets),
+        "n_runs": len(runs),
         "library_versions": versions,
         "run_coordinates": ",".join(c for c in RUN_COORDS if c in merged.coords),
     }
