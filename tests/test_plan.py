@@ -70,29 +70,26 @@ def test_cells_without_cpu_time_calibrate_on_wall_time(measured):
 
 
 def test_cells_are_packed_by_their_typical_time_and_ask_for_their_bound():
-    """vi_gauss's bound (every outer iteration to max_iter) is about 30x its fits' time: cells
+    """vi_gauss's bound (every outer iteration to max_iter) is far above its fits' time: cells
     are packed by the bound times Work.typical, up to ``target_minutes`` of typical time per
     job, and a job still asks for SAFETY times the bound of its cells."""
-    n = 12
-    config = validate(
-        {
-            "experiments": {
-                "t": {
-                    "datasets": ["toy_sine"],
-                    "seeds": list(range(n)),
-                    "methods": {"vi_gauss": {"hidden": 3}},
-                }
-            }
-        }
-    )
-    cells = expand(config)
-    batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
-    bound = jobsize.fit_seconds(cells[0])
-    typical = jobsize.packing_seconds(cells[0])
+
+    def vi_gauss_cells(n):
+        methods = {"vi_gauss": {"hidden": 3}}
+        experiment = {"datasets": ["toy_sine"], "seeds": list(range(n)), "methods": methods}
+        config = validate({"experiments": {"t": experiment}})
+        return config, expand(config)
+
+    _, (cell,) = vi_gauss_cells(1)
+    bound = jobsize.fit_seconds(cell)
+    typical = jobsize.packing_seconds(cell)
     assert typical < bound
     per_job = int(60 * jobsize.BATCHING_DEFAULTS["target_minutes"] // typical)
-    assert 2 <= per_job < n  # so this config packs, into more than one job
-    assert [len(b.cells) for b in batches] == [min(per_job, n - k) for k in range(0, n, per_job)]
+    assert per_job >= 2
+    n = 2 * per_job + 1  # so this config packs, into three jobs
+    config, cells = vi_gauss_cells(n)
+    batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
+    assert [len(b.cells) for b in batches] == [per_job, per_job, 1]
     for batch in batches:
         asked_s = 60 * batch.resources()["runtime"]
         assert asked_s >= jobsize.SAFETY * len(batch.cells) * bound

@@ -101,6 +101,10 @@ joint phase stays within this many multiply-adds per iteration."""
 SWEEP_S_PER_UNIT = 4e-5
 """Measured cost of one coordinate sweep per unit over a batch of machines and patterns
 (numpy, one core), the ``call_s`` of the cost model."""
+BM_INFERENCE_TYPICAL = 0.17
+"""Share of the bound a bm_vi inference fit takes (``Work.typical``): its sweeps stop at
+their tolerance before ``max_sweeps``. 0.13-0.33 per cell on the default sweep's
+bm_inference cells (M = 1-10), 0.14 of their summed bounds (2026-11-25), rounded up."""
 
 
 @dataclass(frozen=True)
@@ -465,7 +469,8 @@ def work(s: BMSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -
     sweeps = len(s.schedule()) - 1 + s.max_sweeps
     mixture = s.components**2  # a mixture sweep touches every pair of components
     if s.kind == "inference":
-        return Work(sweeps, call_s=SWEEP_S_PER_UNIT * 16 * mixture * max(n_train, 1) / 100)
+        call_s = SWEEP_S_PER_UNIT * 16 * mixture * max(n_train, 1) / 100
+        return Work(sweeps, call_s=call_s, typical=BM_INFERENCE_TYPICAL)
     hidden = s.grid_hidden if s.architecture == "grid" else s.hidden_layers * s.layer_size
     units = 2 * n_weights + hidden + 16
     if n_out == 0:

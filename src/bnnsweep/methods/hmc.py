@@ -185,12 +185,19 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
     return result
 
 
+HMC_TYPICAL = 0.3
+"""Share of the bound an hmc fit takes (``Work.typical``): it runs every step the bound
+counts, but a step of its compiled loop costs less than ``jobsize.CALL_S``. 0.16-0.56 per
+cell on the default sweep's toy and sunspots cells (1.7 for the first, which compiles),
+0.25 of their summed bounds (2026-11-25), rounded up."""
+
+
 def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
     """Cost model: every leapfrog step of burn-in and sampling (chains batched) and the
     initial optimisation; holds every chain's samples and the predictive draws."""
     steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter
     held = s.chains * s.samples * (n_weights + 8) + s.predictive_samples * n_test * n_out * 2
-    return Work(steps, batch=s.chains, floats_held=held)
+    return Work(steps, batch=s.chains, floats_held=held, typical=HMC_TYPICAL)
 
 
 register(

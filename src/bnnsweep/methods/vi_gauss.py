@@ -359,9 +359,10 @@ VI_CALL_S = 2e-3
 """Fixed cost of one evaluation of the bound and its gradient: numpy arithmetic of the erf
 expectations and the covariance pullback in Python, 0.4-1.2 ms measured on the default
 sweep (toy N = 30, W = 10-16; sunspots N = 209, W = 113), doubled to bound it."""
-VI_GAUSS_TYPICAL = 0.03
-"""Share of the bound a vi_gauss fit uses, for packing cells into jobs: 0.0015-0.016 of its
-CPU time on the default sweep's toy and sunspots cells, about doubled."""
+VI_GAUSS_TYPICAL = 0.004
+"""Share of the bound a vi_gauss fit takes (``Work.typical``): 0.0008-0.0014 per cell on the
+default sweep's toy cells, 0.0089 on sunspots, 0.0031 of their summed bounds (2026-11-25),
+rounded up."""
 
 
 def covariance_batch(s: VariationalSettings, n_weights: int) -> int:

@@ -305,9 +305,10 @@ def fit(
     return result
 
 
-VI_MIXTURE_TYPICAL = 0.06
-"""Share of the bound a vi_mixture fit uses, for packing cells into jobs: 0.015-0.033 of its
-CPU time on the default sweep's toy and sunspots cells (M = 5), about doubled."""
+VI_MIXTURE_TYPICAL = 0.01
+"""Share of the bound a vi_mixture fit takes (``Work.typical``): 0.0068-0.0123 per cell on the
+default sweep's toy and sunspots cells (M = 5), 0.0081 of their summed bounds (2026-11-25),
+rounded up."""
 
 
 def work(s: VIMixtureSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
