@@ -5,6 +5,7 @@ scipy.special, about 0.6 s) nor jax."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("bnnsweep.datasets", "bnnsweep.models", "scipy.special", "jax")
 
@@ -33,7 +34,7 @@ def test_the_dataset_registry_and_a_prepared_regression_set_import_no_models_or_
         "import bnnsweep.datasets",
         "from bnnsweep import datasets\ndatasets.load('toy_sine')",
     ):
-        heavy = _heavy_imports_after(code + "\nimport bnnsweep.models.activations as a\ndel a")
+        heavy = _heavy_imports_after(code + "\nimport scipy.special as s\ndel s")
         assert "scipy.special" in heavy  # the check sees scipy.special where it is imported
         heavy = _heavy_imports_after(code)
         assert "scipy.special" not in heavy and "jax" not in heavy, heavy
@@ -63,3 +64,24 @@ def test_checking_adf_settings_loads_no_jax():
     )
     assert "jax" not in _heavy_imports_after(code)
     assert "jax" in _heavy_imports_after(code + "import bnnsweep.engines.adf.replicates\n")
+
+
+def test_planning_the_default_sweep_loads_no_scipy_sklearn_or_jax():
+    """Snakemake's DAG (and ``validate``, ``plan``) checks every cell's settings and prices it
+    with its method's work model: the method modules give both without the numerical
+    libraries their fits import (scipy.special and scipy.optimize alone were 0.45 s of the
+    DAG, while both cores waited for the first job)."""
+    code = (
+        "import yaml\n"
+        "from bnnsweep.config import expand, validate\n"
+        "from bnnsweep.jobsize import batching_settings, plan_batches\n"
+        "config = validate(yaml.safe_load(open('config/config.yaml')))\n"
+        "batches = plan_batches(expand(config), batching_settings(config))\n"
+        "assert len({c.method_name for b in batches for c in b.cells}) >= 7\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code + "import json, sys\n"
+         "print(json.dumps([m for m in ('scipy', 'sklearn', 'jax') if m in sys.modules]))"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    assert json.loads(out.stdout.splitlines()[-1]) == []

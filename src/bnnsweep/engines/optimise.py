@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..models.objective import PenalisedError
 
@@ -39,6 +38,8 @@ def minimise_weights(
     refined by up to that many trust-region Newton steps with the exact Hessian, so that the
     Laplace approximation is built at a stationary point rather than where L-BFGS gave up.
     """
+    from scipy.optimize import minimize
+
     count = [0]
 
     def fun(w):

@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..datasets.base import Split
 from ..method_base import FUNCTION_SAMPLES, FitResult
@@ -130,6 +129,8 @@ class Grid:
     @property
     def log_evidence(self) -> float:
         """Riemann sum of the integrand (the rule of conjugate.linear_log_evidence_integrated)."""
+        from scipy.special import logsumexp
+
         step_a = self.log_alpha[1] - self.log_alpha[0]
         step_b = self.log_beta[1] - self.log_beta[0]
         return float(logsumexp(self.values) + np.log(step_a) + np.log(step_b))
@@ -176,6 +177,8 @@ def integrate(stats, alpha_prior, noise_prior, points: int) -> tuple[Grid, int]:
 
 
 def fit(split: Split, settings: ExactSettings, rng: np.random.Generator, log=print) -> FitResult:
+    from scipy.special import logsumexp
+
     objective, noise_prior = settings.build(split)
     alpha_prior = objective.prior.hyperpriors[0]
     stats = LinearStatistics.of(split.x_train, split.y_train)

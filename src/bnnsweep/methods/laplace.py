@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..datasets.base import Split
 from ..engines.evidence.laplace import (
@@ -174,6 +173,8 @@ def mixture_moments(weights, means, variances):
 
 
 def fit(split: Split, settings: LaplaceSettings, rng: np.random.Generator, log=print) -> FitResult:
+    from scipy.special import logsumexp
+
     objective, noise_prior = settings.build(split)
     net = objective.network
     starts = net.init_weights(rng, settings.restarts, settings.init_scale)

@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import softmax
 
 from ..datasets.base import Split
 from ..engines.adf import choices
@@ -111,6 +109,8 @@ class ClassifierPosterior:
     def class_probs(self, w: np.ndarray, x: np.ndarray, chunk: int = 100) -> np.ndarray:
         """Class probabilities averaged over the weight vectors w (B, W), shape (T, C),
         accumulated over chunks of weight vectors to bound memory."""
+        from scipy.special import softmax
+
         total = 0.0
         for start in range(0, len(w), chunk):
             nu = self.outputs(w[start : start + chunk], x)
@@ -143,6 +143,8 @@ def _result(post: ClassifierPosterior, w: np.ndarray, n_evals: int) -> FitResult
 
 def fit(split: Split, settings: PointSettings, rng: np.random.Generator, log=print) -> FitResult:
     """``relu_map``: MAP weights by L-BFGS; predictions are the network's class probabilities."""
+    from scipy.optimize import minimize
+
     post = ClassifierPosterior(split, settings)
 
     def objective(w):

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
@@ -136,6 +135,8 @@ class GaussianBound:
     def maximise(self, theta, hyper, max_iter: int, tol: float):
         """L-BFGS on -L over theta; returns (theta, bound, evaluations, message). The start is
         kept if the optimiser ends anywhere worse, so the bound cannot fall."""
+        from scipy.optimize import minimize
+
         count = [0]
 
         def fun(th):

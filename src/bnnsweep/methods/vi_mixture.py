@@ -30,8 +30,6 @@ import copy
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import logsumexp
 
 from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
@@ -123,6 +121,8 @@ class MixtureBound:
         return float(np.exp(log_Q) @ values + mutual_information_bound(log_Q, comp, smooth)[0])
 
     def _maximise(self, fun, x0, shape, max_iter, tol):
+        from scipy.optimize import minimize
+
         count = [0]
 
         def neg(flat):
@@ -161,6 +161,8 @@ class MixtureBound:
     def mixing_step(self, log_Q, comp, smooth, hyper):
         """Q(m) proportional to exp(A_m), A_m = L_m + <ln r_m>_m + ln lambda_m -
         sum_m' lambda_m' <r_m'>_m: the exact maximiser over Q at the current lambda."""
+        from scipy.special import logsumexp
+
         values, _ = self.components(comp, hyper)
         _, _, _, ex = mutual_information_bound(log_Q, comp, smooth)
         overlap = np.exp(logsumexp(ex["log_lambda"][None, :] + ex["log_R"], axis=1))

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf
 
 SQRT2 = np.sqrt(2.0)
 SQRT2_OVER_PI = np.sqrt(2.0 / np.pi)
@@ -33,6 +32,8 @@ class Activation:
 
 
 def _erf_value(a):
+    from scipy.special import erf
+
     return erf(a / SQRT2)
 
 

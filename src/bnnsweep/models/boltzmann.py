@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .binary_states import all_states
 
@@ -195,6 +194,8 @@ def phase_states(n: int, clamped, values) -> np.ndarray:
 def exact_phase(weights, biases, clamped=None, values=None, temperature: float = 1.0):
     """Exact ln Z, <s_i> and <s_i s_j> of a phase by enumerating the free units (eqs. 4.3,
     4.6). ``clamped=None`` is the free (joint) phase: the result has P = 1."""
+    from scipy.special import logsumexp
+
     weights = np.asarray(weights, float)
     biases = np.asarray(biases, float)
     n = weights.shape[-1]

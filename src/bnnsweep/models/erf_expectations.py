@@ -37,7 +37,6 @@ from math import comb
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermeval
-from scipy.special import ndtr, owens_t
 
 from .network import Network
 
@@ -65,6 +64,8 @@ def bivariate_normal_cdf(h, k, rho):
     Phi2 = [Phi(h) + Phi(k)] / 2 - T(h, a_h) - T(k, a_k) - beta, a_h = (k - rho h) /
     (h sqrt(1 - rho^2)), beta = 1/2 when h and k have opposite signs. A zero argument is
     replaced by 1e-300 (Phi2 is continuous there)."""
+    from scipy.special import ndtr, owens_t
+
     h, k, rho = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (h, k, rho)))
     root = np.sqrt(1.0 - rho * rho)
     h = np.where(h == 0.0, 1e-300, h)
@@ -82,6 +83,8 @@ def bivariate_normal_cdf(h, k, rho):
 def unit_expectations(activation: str, mu, S, order: int) -> list[np.ndarray]:
     """[E g(a), E g'(a), ..., E g^(order)(a)] for a ~ N(mu, S) (paper 000 B.15-B.16:
     E g(a) = g(mu / sqrt(1 + S)); E g^(k) = d^k/dmu^k of it)."""
+    from scipy.special import ndtr
+
     if activation == "linear":
         out = [np.asarray(mu, dtype=float), np.ones_like(mu)]
         return (out + [np.zeros_like(mu)] * order)[: order + 1]
@@ -99,6 +102,8 @@ def unit_square_expectation(activation: str, mu, S, g2: str = "exact"):
     ``exact``: 1 - 8 T(h, kappa), h = mu / sqrt(1 + S), kappa = 1 / sqrt(1 + 2 S) (from
     E[Phi(a)^2] = Phi(h) - 2 T(h, kappa)); ``approx``: paper 000 eq. B.18,
     1 - exp(-c mu^2 / (2 (1 + c S))) / sqrt(1 + c S), c = 1.24."""
+    from scipy.special import ndtr, owens_t
+
     if activation == "linear":
         return mu * mu + S, 2.0 * mu, np.ones_like(mu)
     if g2 == "approx":
@@ -123,6 +128,8 @@ def pair_expectations(activation: str, mu_a, mu_b, S_aa, S_ab, S_bb, order: int 
     every k + l <= order (order <= 4). S may be singular (a = b): only I + S must be positive
     definite. Paper 002 eq. 17 reduces D00 to a one-dimensional integral; here it is the
     bivariate normal CDF: D00 = 4 Phi2(h_a, h_b; rho) - 2 Phi(h_a) - 2 Phi(h_b) + 1."""
+    from scipy.special import ndtr
+
     if activation == "linear":
         zero = np.zeros(np.broadcast(mu_a, mu_b, S_ab).shape)
         D = {(k, l): zero for k in range(order + 1) for l in range(order + 1 - k)}

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from ..jax_runtime import jax, jnp
 from .jax_network import data_error, group_sum_squares, objective_spec, sample_alpha, weight_error
@@ -55,6 +54,8 @@ class MarginalModel:
     noise_prior: GammaPrior
 
     def __post_init__(self) -> None:
+        from scipy.special import gammaln
+
         prior = self.objective.prior
         n = self.objective.n_targets
         a, b = self.noise_prior.shape, self.noise_prior.rate

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from .network import Network
 
@@ -67,6 +66,8 @@ class GammaPrior:
         return self.shape / self.rate
 
     def logpdf(self, tau):
+        from scipy.special import gammaln
+
         tau = np.asarray(tau, dtype=float)
         return (
             self.shape * np.log(self.rate)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp, xlogy
 
 from .binary_states import all_states
 
@@ -146,6 +145,8 @@ def exact_log_marginal(net: LayeredSBN, visible: np.ndarray) -> np.ndarray:
 
     Sum over the last axis for the log likelihood of a data set (eq. 2.7).
     """
+    from scipy.special import logsumexp
+
     lj, _ = _joint_over_hidden(net, visible)
     return logsumexp(lj, axis=-1)
 
@@ -158,6 +159,8 @@ def exact_log_marginal_patterns(net: LayeredSBN, patterns: np.ndarray) -> np.nda
     not depend on the pattern: ln P(H, v) = ln P(H) + sum_i [v_i z_i(H) - ln(1 + e^{z_i(H)})]
     over the visible units, a (P, D) x (D, 2^H) product per net.
     """
+    from scipy.special import logsumexp
+
     if net.n_hidden > MAX_EXACT_HIDDEN:
         raise ValueError(f"{net.n_hidden} hidden units: too many to enumerate")
     h = net.n_hidden
@@ -171,6 +174,8 @@ def exact_log_marginal_patterns(net: LayeredSBN, patterns: np.ndarray) -> np.nda
 
 def exact_posterior(net: LayeredSBN, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P(H|V) over all hidden states, (K, P, 2**H), with the (2**H, H) states themselves."""
+    from scipy.special import logsumexp
+
     lj, hidden = _joint_over_hidden(net, visible)
     return np.exp(lj - logsumexp(lj, axis=-1, keepdims=True)), hidden
 
@@ -183,6 +188,8 @@ def exact_posterior_means(net: LayeredSBN, visible: np.ndarray) -> np.ndarray:
 
 def factorised_state_probs(mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """prod_i mu_i^{h_i}(1-mu_i)^{1-h_i} over all states: (..., 2**H) and the states."""
+    from scipy.special import xlogy
+
     states = all_states(mu.shape[-1])
     logp = xlogy(states, mu[..., None, :]) + xlogy(1 - states, 1 - mu[..., None, :])
     return np.exp(logp.sum(-1)), states
@@ -193,6 +200,8 @@ def exact_mutual_information(mix_weights: np.ndarray, mu: np.ndarray) -> np.ndar
 
     ``mix_weights`` (B, M) = Q(m), ``mu`` (B, M, H) = Q(h_i=1|m); returns (B,).
     """
+    from scipy.special import xlogy
+
     q_h_m, _ = factorised_state_probs(mu)  # (B, M, S)
     q_mix = np.einsum("bm,bms->bs", mix_weights, q_h_m)
     per_state = xlogy(q_h_m, q_h_m) - xlogy(q_h_m, q_mix[:, None, :])

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy import integrate, optimize
 
 
 def posterior_two_node(prior_b: float, a_given_b: float, a_given_not_b: float) -> float:
@@ -59,6 +58,8 @@ def optimal_spherical_variances(cov: np.ndarray) -> tuple[float, float]:
     eye = np.eye(cov.shape[0])
 
     def best(kl):
+        from scipy import optimize
+
         res = optimize.minimize_scalar(
             kl, bounds=(-20.0, 10.0), method="bounded", options={"xatol": 1e-12}
         )
@@ -86,6 +87,8 @@ def laplace_quartic(coef) -> tuple[float, float]:
 
 def log_normaliser(coef) -> float:
     """ln of the integral of exp(c4 x^4 + c3 x^3 + c2 x^2) over the real line (quadrature)."""
+    from scipy import integrate
+
     value, _ = integrate.quad(lambda x: np.exp(_log_p(coef)(x)), -np.inf, np.inf, epsabs=1e-13)
     return float(np.log(value))
 
@@ -93,6 +96,8 @@ def log_normaliser(coef) -> float:
 def variational_gaussian_quartic(coef) -> tuple[float, float, float]:
     """(mean, variance, KL(q || p)) of the Gaussian q minimising KL(q || p) for p as above
     (fig. 1.13): E_q[x^k] from Gaussian moments, best of several starts."""
+    from scipy import optimize
+
     c4, c3, c2 = coef
     log_z = log_normaliser(coef)
 

@@ -26,13 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..mcmc.diagnostics import effective_sample_size
 
 
 def log_mean_exp(x: np.ndarray, axis=None) -> np.ndarray | float:
     """ln mean exp(x) over ``axis`` (all of x by default)."""
+    from scipy.special import logsumexp
+
     x = np.asarray(x, dtype=float)
     n = x.size if axis is None else np.prod([x.shape[a] for a in np.atleast_1d(axis)])
     out = logsumexp(x, axis=axis) - np.log(n)

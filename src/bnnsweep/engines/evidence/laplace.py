@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-from scipy.special import gammaln
 
 from ...models.objective import PenalisedError
 from ...models.priors import GammaPrior
@@ -52,6 +50,8 @@ class HessianFactor:
     def sample(self, mean: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         """n draws from N(mean, A^{-1}) (A = L L^T: mean + L^{-T} z), shape (n, W); A must be
         positive definite."""
+        import scipy.linalg
+
         z = rng.standard_normal((len(mean), n))
         return mean + scipy.linalg.solve_triangular(self.chol, z, lower=True, trans="T").T
 
@@ -173,6 +173,8 @@ def reestimate(
 def symmetry_log_factor(n_hidden: int, odd_activation: bool) -> float:
     """ln(h! 2^h): the equivalent modes from hidden-unit interchange and sign flips
     (paper 001 eq. 11 as corrected in papers/README.md)."""
+    from scipy.special import gammaln
+
     if n_hidden == 0 or not odd_activation:
         return 0.0
     return float(gammaln(n_hidden + 1) + n_hidden * np.log(2.0))

@@ -22,8 +22,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.svm import SVC
 
 from ...models.threshold_network import ThresholdNetwork
 
@@ -41,6 +39,9 @@ class SVMFit:
 
 def fit_unit(z: np.ndarray, y: np.ndarray, penalty: float, tol: float, max_iter: int) -> SVMFit:
     """The soft-margin linear SVM of inputs ``z`` (N, D) and ±1 targets ``y`` (N,)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import SVC
+
     if np.all(y == y[0]):
         return SVMFit(np.zeros(z.shape[1]), float(y[0]), 0, False)
     svm = SVC(kernel="linear", C=penalty, tol=tol, max_iter=max_iter, shrinking=True)

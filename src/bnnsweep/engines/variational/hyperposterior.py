@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
 from ...models.priors import GammaPrior, WeightPrior
 
@@ -43,6 +42,8 @@ LOG_2PI = np.log(2.0 * np.pi)
 def gamma_kl(shape_q, rate_q, shape_p, rate_p):
     """KL(Gamma(shape_q, rate_q) || Gamma(shape_p, rate_p)), elementwise (from paper 000
     eq. B.2-B.3: minus the entropy of q minus E_q ln p)."""
+    from scipy.special import digamma, gammaln
+
     return (
         (shape_q - shape_p) * digamma(shape_q)
         - gammaln(shape_q)
@@ -110,6 +111,8 @@ class HyperPosterior:
 
     @property
     def alpha_log_mean(self) -> np.ndarray:
+        from scipy.special import digamma
+
         if self.fixed:
             return np.log(self.alpha_shape)
         return digamma(self.alpha_shape) - np.log(self.alpha_rate)
@@ -120,6 +123,8 @@ class HyperPosterior:
 
     @property
     def beta_log_mean(self) -> float:
+        from scipy.special import digamma
+
         if self.fixed:
             return float(np.log(self.beta_shape))
         return float(digamma(self.beta_shape) - np.log(self.beta_rate))
