@@ -80,6 +80,10 @@ class Method:
     # empty: any
     models: tuple[str, ...] = ()
     work: Callable[..., Work | None] = dataclasses.field(kw_only=True)
+    # the libraries its fit imports (the module imports them only where it uses them, so
+    # that checking settings does not): ``runner`` loads them before it starts a fit's clock,
+    # so that ``runtime_s`` times the fit, not the process's first import of scipy or JAX
+    imports: tuple[str, ...] = dataclasses.field(default=(), kw_only=True)
 
     def accepted_tasks(self, settings) -> tuple[str, ...]:
         return tuple(self.tasks(settings)) if self.tasks else ("regression",)
@@ -90,6 +94,11 @@ class Method:
     def defaults(self) -> dict:
         return dataclasses.asdict(self.settings_class())
 
+
+SCIPY = ("scipy.special", "scipy.optimize", "scipy.linalg")
+"""``Method.imports`` of the numpy methods that optimise with scipy."""
+JAX = ("jax",)
+"""``Method.imports`` of the methods with a compiled core (JAX imports parts of scipy)."""
 
 _REGISTERED: dict[str, Method] = {}
 

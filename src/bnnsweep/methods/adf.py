@@ -19,7 +19,7 @@ import numpy as np
 from ..datasets.base import Split
 from ..engines.adf import choices
 from ..method_base import FitResult, check_choice, check_positive
-from . import Method, Work, register
+from . import JAX, Method, Work, register
 
 # ---- settings (paper 004 sec. 3-6) ----------------------------------------------------------
 
@@ -147,6 +147,7 @@ register(
         fit_many=fit_many,
         tasks=accepted_tasks,
         work=work,
+        imports=JAX,
     )
 )
 register(
@@ -159,6 +160,7 @@ register(
         fit_many=fit_many,
         tasks=accepted_tasks,
         work=work,
+        imports=JAX,
     )
 )
 

@@ -494,5 +494,6 @@ register(
         tasks=lambda settings: (KINDS[settings.kind],),
         models=(DATA_MODEL,),
         work=work,
+        imports=("scipy.special",),
     )
 )

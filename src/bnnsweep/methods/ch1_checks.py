@@ -100,5 +100,6 @@ register(
         "spherical variances, Laplace and variational Gaussians to quartic densities",
         tasks=lambda settings: ("analytic",),
         work=work,
+        imports=("scipy.integrate", "scipy.optimize"),
     )
 )

@@ -35,7 +35,7 @@ from ..method_base import (
 from ..model_settings import ModelSettings
 from ..models.marginal import MarginalModel
 from ..models.priors import check_prior_supported
-from . import Method, Work, register
+from . import JAX, Method, Work, register
 
 # smallest Gamma shape whose draws stay representable (shape 3e-4 gives alpha = 0 in ~80%)
 MIN_SHAPE = 0.01
@@ -305,5 +305,6 @@ register(
         ("hidden", "schedule"),
         "Monte Carlo chaining of evidence ratios along a lambda schedule, with TI and AIS (paper 001)",
         work=work,
+        imports=(*JAX, "scipy.special"),
     )
 )

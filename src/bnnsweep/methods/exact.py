@@ -250,5 +250,6 @@ register(
         "Bayesian linear regression (hidden = 0): closed-form evidence with alpha and beta "
         "integrated over their Gamma hyperpriors by quadrature, hyperposterior-mixture predictive",
         work=work,
+        imports=("scipy.special",),
     )
 )

@@ -28,7 +28,7 @@ from ..method_base import (
 )
 from ..model_settings import ModelSettings
 from ..models.priors import GammaPrior, check_prior_supported
-from . import Method, Work, register
+from . import JAX, SCIPY, Method, Work, register
 
 if TYPE_CHECKING:
     from ..models import jax_network
@@ -208,5 +208,6 @@ register(
         ("hidden",),
         "hybrid Monte Carlo over the weights, Gibbs updates of alpha and beta, several chains batched",
         work=work,
+        imports=(*JAX, *SCIPY),
     )
 )

@@ -43,7 +43,7 @@ from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_posit
 from ..model_settings import ModelSettings
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
-from . import Method, Work, register
+from . import SCIPY, Method, Work, register
 
 
 @dataclass(frozen=True)
@@ -300,5 +300,6 @@ register(
         ("hidden",),
         "evidence procedure: MAP + MacKay re-estimation, Laplace log evidence (paper 001 sec. 4)",
         work=work,
+        imports=SCIPY,
     )
 )

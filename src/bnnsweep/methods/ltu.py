@@ -186,5 +186,6 @@ register(
         "and soft-margin SVM M-steps (thesis ch. 3)",
         tasks=accepted_tasks,
         work=work,
+        imports=("sklearn.svm",),
     )
 )

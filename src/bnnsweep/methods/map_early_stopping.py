@@ -35,7 +35,7 @@ from ..method_base import FitResult, check_choice, check_positive
 from ..model_settings import ModelSettings
 from ..models.objective import PenalisedError
 from ..models.priors import check_prior_supported
-from . import Method, Work, register
+from . import SCIPY, Method, Work, register
 
 
 @dataclass(frozen=True)
@@ -203,5 +203,6 @@ register(
         "penalised least squares with early stopping on a validation fraction or by k-fold "
         "cross-validation (a committee of the folds' networks), restarts",
         work=work,
+        imports=SCIPY,
     )
 )

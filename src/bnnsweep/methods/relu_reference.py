@@ -24,7 +24,7 @@ from ..engines.adf.replicates import n_classes_of
 from ..engines.mcmc import hmc as hmc_sampler
 from ..jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
-from . import Method, no_work_model, register
+from . import JAX, SCIPY, Method, no_work_model, register
 
 LIKELIHOODS = ("probit", "softmax")
 
@@ -238,6 +238,7 @@ register(
         "point estimate (MAP by L-BFGS) of the ADF methods' ReLU classifier: paper 004 Fig. 2's backpropagation baseline",
         tasks=accepted_tasks,
         work=no_work_model,
+        imports=(*JAX, *SCIPY),
     )
 )
 register(
@@ -249,5 +250,6 @@ register(
         "hybrid Monte Carlo reference posterior of the ADF methods' ReLU classifier (paper 004 Fig. 2's ground truth)",
         tasks=accepted_tasks,
         work=no_work_model,
+        imports=(*JAX, *SCIPY),
     )
 )

@@ -418,5 +418,6 @@ register(
         tasks=accepted_tasks,
         models=(DATA_MODEL,),
         work=work,
+        imports=("scipy.special", "scipy.optimize"),
     )
 )

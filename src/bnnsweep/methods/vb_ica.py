@@ -220,5 +220,6 @@ register(
         "lower bound on ln p(T) (thesis sec. 6.5, app. D)",
         tasks=accepted_tasks,
         work=work,
+        imports=("scipy.optimize",),
     )
 )

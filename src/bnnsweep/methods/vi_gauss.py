@@ -29,7 +29,7 @@ from ..model_settings import ModelSettings
 from ..models.erf_expectations import SUPPORTED_ACTIVATIONS, expected_data_error, output_moments
 from ..models.objective import PenalisedError
 from ..models.vi_family import COVARIANCES, GaussianFamily
-from . import Method, Work, register
+from . import SCIPY, Method, Work, register
 
 
 @dataclass(frozen=True)
@@ -403,5 +403,6 @@ register(
         "variational Gaussian q(w) (diag, full or factor-analysis covariance) with Gamma "
         "hyper-posteriors; lower bound on ln p(D) (papers 000, 002)",
         work=work,
+        imports=SCIPY,
     )
 )

@@ -35,7 +35,7 @@ from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
 from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from ..models.vi_family import GaussianFamily
-from . import Method, Work, register
+from . import SCIPY, Method, Work, register
 from .laplace import mixture_moments
 from .vi_gauss import (
     VI_CALL_S,
@@ -338,5 +338,6 @@ register(
         "variational mixture of diagonal Gaussians with the mutual-information bound and Gamma "
         "hyper-posteriors; lower bound on ln p(D) (paper 000 sec. 3.3, thesis sec. 5.4.3)",
         work=work,
+        imports=SCIPY,
     )
 )
