@@ -87,10 +87,14 @@ def content_checksum(variables: Mapping[str, tuple], attrs: Mapping) -> str:
     return digest.hexdigest()
 
 
+def dataset_variables(ds) -> dict[str, tuple]:
+    """{name: (dims, values, attrs)} of an ``xr.Dataset``'s data variables and coordinates."""
+    return {name: (var.dims, var.values, dict(var.attrs)) for name, var in ds.variables.items()}
+
+
 def dataset_checksum(ds) -> str:
     """``content_checksum`` of an ``xr.Dataset`` (its data variables and coordinates)."""
-    variables = {name: (var.dims, var.values, var.attrs) for name, var in ds.variables.items()}
-    return content_checksum(variables, ds.attrs)
+    return content_checksum(dataset_variables(ds), ds.attrs)
 
 
 def checksum_problem(recorded, computed: str) -> str | None:

@@ -22,7 +22,13 @@ from __future__ import annotations
 import netCDF4
 import numpy as np
 
-from .cell_checksum import CHECKSUM_ATTR, checksum_problem, content_checksum, dataset_checksum
+from .cell_checksum import (
+    CHECKSUM_ATTR,
+    checksum_problem,
+    content_checksum,
+    dataset_checksum,
+    dataset_variables,
+)
 from .file_seal import seal_problem
 
 # units that xarray's CF decoding turns into datetimes or timedeltas
@@ -122,10 +128,7 @@ def read_any(path) -> tuple[dict, set, dict]:
         return read_variables(path)
     except _NotPlain:
         ds = _read_with_xarray(path)
-        variables = {
-            name: (var.dims, var.values, dict(var.attrs)) for name, var in ds.variables.items()
-        }
-        return variables, set(ds.coords), dict(ds.attrs)
+        return dataset_variables(ds), set(ds.coords), dict(ds.attrs)
 
 
 def integrity_problem(path) -> str | None:
