@@ -14,7 +14,6 @@ from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.result_check import REPAIR_LOG, quarantine_damaged_cells
 from bnnsweep.runlock import clear_stale_locks, forget_owner, record_owner
-from bnnsweep.snakemake_exit import daemon_reevaluation_timers
 from bnnsweep.sweep_progress import start_sweep_progress
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 from bnnsweep.workflow_run import conda_env_file
@@ -33,8 +32,6 @@ report: "workflow/report/workflow.rst"
 # the lock is removed when the run that took it is gone (bnnsweep.runlock), never otherwise.
 if workflow.is_main_process:
     clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
-    # the run exits when its last job is done, not up to a second later
-    daemon_reevaluation_timers()
 
 
 onsuccess:
