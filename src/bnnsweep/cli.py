@@ -352,6 +352,16 @@ def cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_claims(args) -> int:
+    from .claims.table import claims_frame, to_markdown, write_claims
+
+    frame = claims_frame(args.results, args.configs, args.experiment)
+    for path in write_claims(frame, args.output) if args.output else ():
+        print(f"claims: wrote {path}", file=sys.stderr)
+    print(to_markdown(frame), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .axes import AXES
 
@@ -473,6 +483,17 @@ def build_parser() -> argparse.ArgumentParser:
         "files out of date, so that the same snakemake command refits corrupt and missing cells",
     )
     check.set_defaults(func=cmd_check)
+
+    claims = sub.add_parser(
+        "claims", help="every published number the project reproduces beside ours, with a verdict"
+    )
+    claims.add_argument("--results", default="results", help="results directory (default results)")
+    claims.add_argument("--configs", default="config", help="folder of the shipped configs")
+    claims.add_argument(
+        "--experiment", action="append", help="only the claims of this experiment (repeatable)"
+    )
+    claims.add_argument("--output", help="also write <OUTPUT>.md and <OUTPUT>.csv")
+    claims.set_defaults(func=cmd_claims)
     return parser
 
 

@@ -1,0 +1,200 @@
+"""The claims registry: every published number the project reproduces, declared once, with
+the function that computes our value of it from merged results.
+
+A :class:`Claim` names the paper and the table or figure, the quantity, the published number
+(and its printed spread), the experiments whose ``results/<experiment>/merged.nc`` hold our
+runs of it, and a ``measure``: a function from one experiment's runs (a pandas frame, one row
+per run, as :func:`bnnsweep.figures._common.runs_frame` gives it) to our values
+(:class:`Ours`: mean, standard error over runs, how many runs, which datasets). Declarations
+live in the modules of :mod:`bnnsweep.claims.declared`, one per topic; adding a module there
+adds its rows to ``bnnsweep claims``.
+
+This module holds no numbers and imports nothing of bnnsweep: declaring a claim costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+AXIS_COLUMNS = ("hidden", "components", "schedule", "links", "q_family")
+"""Run columns that tell one configuration of a label from another (sweep axes); a measure
+gives one value per combination present, so that runs of different sizes are never pooled."""
+
+
+@dataclass(frozen=True)
+class Ours:
+    """Our value of a claim over a group of runs: mean, standard error over the runs (sample
+    s.d. / sqrt(n), NaN for one run), ``n`` runs, the ``datasets`` they used and ``setting``,
+    the group's axis values (e.g. ``hidden=8``; empty when there is one group)."""
+
+    mean: float
+    se: float
+    n: int
+    datasets: tuple[str, ...]
+    setting: str = ""
+    sd: float = float("nan")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published number and how we reproduce it.
+
+    ``published_note`` says what the paper prints beside the number (e.g. ``± 0.06, s.d.
+    over datasets and splits``); ``published_se`` is the paper's standard error when it
+    gives one (it enters the verdict), else NaN. ``experiments`` are the experiments whose
+    merged results hold our runs (found in the shipped configs when empty: every experiment
+    whose datasets and method labels contain ``dataset`` and ``label``). The verdict is
+    *within* when |ours - published| <= ``within_se`` combined standard errors, or, for a
+    single run (no s.e.), when it is within ``tolerance`` (absolute; NaN: no verdict).
+    """
+
+    paper: str
+    where: str
+    quantity: str
+    published: float
+    measure: Callable[[pd.DataFrame], list[Ours]]
+    experiments: tuple[str, ...] = ()
+    dataset: str = ""
+    label: str = ""
+    published_note: str = ""
+    published_se: float = float("nan")
+    within_se: float = 3.0
+    tolerance: float = float("nan")
+    key: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.experiments and not (self.dataset and self.label):
+            raise ValueError(
+                f"claim {self.paper} {self.where} {self.quantity!r}: give its experiments, or "
+                "the dataset and method label to find them by"
+            )
+        if not math.isfinite(self.published):
+            raise ValueError(f"claim {self.paper} {self.where}: published value must be finite")
+
+
+_REGISTRY: list[Claim] = []
+
+
+def declare(claim: Claim) -> Claim:
+    """Add ``claim`` to the registry (a claim with the same paper, place and quantity twice is
+    an error: each published number is declared once)."""
+    ident = (claim.paper, claim.where, claim.quantity, claim.dataset, claim.label)
+    if any((c.paper, c.where, c.quantity, c.dataset, c.label) == ident for c in _REGISTRY):
+        raise ValueError(f"claim declared twice: {' / '.join(filter(None, ident))}")
+    _REGISTRY.append(claim)
+    return claim
+
+
+def registered() -> list[Claim]:
+    """Every declared claim, in declaration order (declaring modules imported first)."""
+    from . import declared  # noqa: F401  (imports every declaring module)
+
+    return list(_REGISTRY)
+
+
+# ---- measures: from an experiment's runs to our values ------------------------------------
+
+
+def usable_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose numbers mean something: every status except ``diverged`` (as the figures)."""
+    return runs[runs["status"] != "diverged"] if "status" in runs else runs
+
+
+def summary(values: Sequence[float], datasets, setting: str = "") -> Ours:
+    """Mean, s.e. and s.d. of the finite ``values`` (NaN when there are none)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    mean = float(np.mean(x)) if n else float("nan")
+    sd = float(np.std(x, ddof=1)) if n > 1 else float("nan")
+    se = sd / math.sqrt(n) if n > 1 else float("nan")
+    return Ours(mean, se, n, tuple(sorted({str(d) for d in datasets})), setting, sd)
+
+
+def _groups(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Runs split by the axis columns that vary or are set (``hidden=8, components=5``)."""
+    axes = [c for c in AXIS_COLUMNS if c in runs and runs[c].notna().any()]
+    if not axes:
+        return [("", runs)]
+    out = []
+    for values, group in runs.groupby(axes, sort=True, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        setting = ", ".join(f"{a}={v}" for a, v in zip(axes, values, strict=True) if pd.notna(v))
+        out.append((setting, group))
+    return out
+
+
+def metric(
+    name: str,
+    *,
+    datasets: Sequence[str] | None = None,
+    labels: Sequence[str] | None = None,
+    pooled: bool = False,
+) -> Callable[[pd.DataFrame], list[Ours]]:
+    """A measure: mean +- s.e. over runs of column ``name``, restricted to ``datasets`` and
+    method ``labels`` (all when None), one value per configuration of the axes (``_groups``);
+    ``pooled`` pools every selected run into one value (a paper's average over datasets and
+    splits)."""
+
+    def measure(runs: pd.DataFrame) -> list[Ours]:
+        chosen = usable_runs(runs)
+        if datasets is not None:
+            chosen = chosen[chosen["dataset"].isin(list(datasets))]
+        if labels is not None:
+            chosen = chosen[chosen["method"].isin(list(labels))]
+        if chosen.empty or name not in chosen:
+            return []
+        groups = [("", chosen)] if pooled else _groups(chosen)
+        return [summary(g[name], g["dataset"], setting) for setting, g in groups]
+
+    return measure
+
+
+# ---- verdicts ---------------------------------------------------------------------------
+
+OUTCOMES = {
+    "within": "reproduced",
+    "off": "not reproduced",
+    "outside": "not reproduced",
+    "stand-in": "stand-in",
+    "not run": "not run",
+    "not configured": "not configured",
+    "no usable": "no usable runs",
+    "1 run": "undecided",
+}
+
+
+def outcome(verdict_text: str) -> str:
+    """The verdict's kind (``reproduced``, ``not reproduced``, ``stand-in``, ``not run``,
+    ``not configured``, ``no usable runs``, ``undecided``), for counting."""
+    return next((kind for start, kind in OUTCOMES.items() if verdict_text.startswith(start)),
+                "undecided")  # fmt: skip
+
+
+def verdict(claim: Claim, ours: Ours, stand_in: bool) -> str:
+    """Whether ``ours`` reproduces the claim: ``within k s.e.`` / ``off by z s.e.`` (the s.e.
+    of our mean and the paper's own, combined), ``within tolerance`` for a single run, and
+    no verdict for stand-in data (a stand-in's number says nothing about the paper's)."""
+    if stand_in:
+        return "stand-in data: no verdict"
+    if ours.n == 0 or not math.isfinite(ours.mean):
+        return "no usable runs"
+    diff = ours.mean - claim.published
+    pub_se = claim.published_se if math.isfinite(claim.published_se) else 0.0
+    if math.isfinite(ours.se):
+        se = math.hypot(ours.se, pub_se)
+        if se == 0:
+            return "within 0 s.e." if diff == 0 else "off (s.e. 0)"
+        z = abs(diff) / se
+        if z <= claim.within_se:
+            return f"within {claim.within_se:g} s.e. ({z:.1f})"
+        return f"off by {z:.1f} s.e."
+    if math.isfinite(claim.tolerance):
+        word = "within" if abs(diff) <= claim.tolerance else "outside"
+        return f"{word} tolerance {claim.tolerance:g} (1 run)"
+    return f"1 run: no s.e. (difference {diff:+.3g})"

@@ -1,0 +1,238 @@
+"""``bnnsweep claims``: every declared claim beside our value from merged results, as a table.
+
+For each claim (:mod:`.registry`) and each experiment that reproduces it, the experiment's
+``<results>/<experiment>/merged.nc`` is read and the claim's measure applied to its runs;
+every number in the table comes from the declarations (published) or from those files
+(ours). An experiment is traced to the shipped config files that define it by reading
+``<configs>/*.yaml``; a claim with no such experiment is ``not configured``, one whose
+experiment has no merged file ``not run (config X)``. A row computed from a dataset
+registered as a stand-in (metadata ``stand_in``) says so in its ``data`` column and gets no
+verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from .registry import Claim, Ours, outcome, registered, verdict
+
+COLUMNS = (
+    "paper", "where", "quantity", "setting", "published", "ours", "n_runs", "verdict", "data",
+    "experiment", "config", "published_value", "ours_mean", "ours_se",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ConfiguredExperiment:
+    """An experiment as a shipped config declares it: its datasets and method labels."""
+
+    name: str
+    configs: tuple[str, ...]
+    datasets: frozenset[str]
+    labels: frozenset[str]
+
+
+def configured_experiments(config_dir: str | Path) -> dict[str, ConfiguredExperiment]:
+    """Experiments of every ``*.yaml`` in ``config_dir`` (read as plain YAML: no validation,
+    so that one config with a problem does not hide the others' claims)."""
+    found: dict[str, ConfiguredExperiment] = {}
+    for path in sorted(Path(config_dir).glob("*.yaml")):
+        try:
+            config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        experiments = config.get("experiments") if isinstance(config, dict) else None
+        for name, spec in (experiments or {}).items():
+            if not isinstance(spec, dict):
+                continue
+            datasets = frozenset(str(d) for d in spec.get("datasets") or ())
+            labels = frozenset(str(m) for m in spec.get("methods") or ())
+            old = found.get(name)
+            configs = (*old.configs, str(path)) if old else (str(path),)
+            found[name] = ConfiguredExperiment(name, configs, datasets, labels)
+    return found
+
+
+def experiments_of(claim: Claim, configured: dict[str, ConfiguredExperiment]) -> list[str]:
+    """The claim's own experiments, or those whose datasets and labels hold its dataset and
+    label."""
+    if claim.experiments:
+        return list(claim.experiments)
+    return sorted(
+        name
+        for name, e in configured.items()
+        if claim.dataset in e.datasets and claim.label in e.labels
+    )
+
+
+def is_stand_in(dataset: str) -> bool:
+    """Whether ``dataset`` is registered as a stand-in for data the project cannot ship."""
+    from ..datasets.registry import entry
+
+    try:
+        return bool(entry(dataset).metadata.get("stand_in", False))
+    except ValueError:  # not registered (a user's dataset, a test's)
+        return False
+
+
+def _number(value: float, se: float = math.nan) -> str:
+    if not math.isfinite(value):
+        return "–"
+    return f"{value:.4g} ± {se:.2g}" if math.isfinite(se) else f"{value:.4g}"
+
+
+def _runs(path: Path) -> pd.DataFrame:
+    from ..figures import load_merged
+    from ..results import results_frame
+
+    return results_frame(load_merged(path))
+
+
+def claim_rows(claim: Claim, experiment: str, configs: str, runs: pd.DataFrame | None) -> list:
+    """The table rows of one claim in one experiment (``runs`` None: no merged file)."""
+    base = {
+        "paper": claim.paper,
+        "where": claim.where,
+        "quantity": claim.quantity,
+        "published": " ".join(filter(None, (f"{claim.published:g}", claim.published_note))),
+        "published_value": claim.published,
+        "experiment": experiment,
+        "config": configs,
+    }
+    if runs is None:
+        where = configs or f"none defines experiment {experiment}"
+        return [{**base, "setting": "", "ours": f"not run (config {where})", "n_runs": 0,
+                 "verdict": "not run", "data": "", "ours_mean": math.nan,
+                 "ours_se": math.nan}]  # fmt: skip
+    values: list[Ours] = claim.measure(runs)
+    if not values:
+        return [{**base, "setting": "", "ours": "no usable runs", "n_runs": 0,
+                 "verdict": "no usable runs", "data": "", "ours_mean": math.nan,
+                 "ours_se": math.nan}]  # fmt: skip
+    rows = []
+    for ours in values:
+        stand_ins = [d for d in ours.datasets if is_stand_in(d)]
+        data = ", ".join(ours.datasets)
+        if stand_ins:
+            data = f"STAND-IN ({', '.join(stand_ins)}): " + data
+        rows.append(
+            {
+                **base,
+                "setting": ours.setting,
+                "ours": _number(ours.mean, ours.se),
+                "n_runs": ours.n,
+                "verdict": verdict(claim, ours, bool(stand_ins)),
+                "data": data,
+                "ours_mean": ours.mean,
+                "ours_se": ours.se,
+            }
+        )
+    return rows
+
+
+def claims_frame(
+    results_dir: str | Path = "results",
+    config_dir: str | Path = "config",
+    experiments: list[str] | None = None,
+) -> pd.DataFrame:
+    """The claims table: one row per claim, experiment and configuration of our runs.
+
+    ``experiments`` restricts it to those experiments (each must be an experiment of some
+    claim or config: an unknown name is a ValueError). A missing ``results_dir`` is a
+    ValueError; a merged file that is corrupt is one too, naming it.
+    """
+    results_dir, config_dir = Path(results_dir), Path(config_dir)
+    if not results_dir.is_dir():
+        raise ValueError(f"results directory {results_dir} does not exist")
+    if not config_dir.is_dir():
+        raise ValueError(f"config directory {config_dir} does not exist")
+    configured = configured_experiments(config_dir)
+    claims = registered()
+    plan = [(claim, e) for claim in claims for e in experiments_of(claim, configured)]
+    if experiments:
+        known = {e for _, e in plan} | set(configured)
+        unknown = [e for e in experiments if e not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown experiment(s) {', '.join(unknown)}; experiments with claims: "
+                f"{', '.join(sorted({e for _, e in plan}))}"
+            )
+        plan = [(c, e) for c, e in plan if e in experiments]
+    runs_of: dict[str, pd.DataFrame | None] = {}
+    rows = []
+    for claim in claims:
+        mine = [e for c, e in plan if c is claim]
+        if not mine and not experiments:
+            rows.append(
+                {
+                    "paper": claim.paper,
+                    "where": claim.where,
+                    "quantity": claim.quantity,
+                    "setting": "",
+                    "published": f"{claim.published:g} {claim.published_note}".strip(),
+                    "ours": "not configured (no shipped config runs it)",
+                    "n_runs": 0,
+                    "verdict": "not configured",
+                    "data": "",
+                    "experiment": "",
+                    "config": "",
+                    "published_value": claim.published,
+                    "ours_mean": math.nan,
+                    "ours_se": math.nan,
+                }  # fmt: skip
+            )
+        for experiment in mine:
+            if experiment not in runs_of:
+                path = results_dir / experiment / "merged.nc"
+                runs_of[experiment] = _runs(path) if path.is_file() else None
+            configs = (
+                " or ".join(configured[experiment].configs) if experiment in configured else ""
+            )
+            rows.extend(claim_rows(claim, experiment, configs, runs_of[experiment]))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+SHOWN = ("paper", "where", "quantity", "setting", "published", "ours", "n_runs", "verdict",
+         "data", "config")  # fmt: skip
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """The table as Markdown, with a header that says how it was made."""
+    counts = frame["verdict"].map(outcome).value_counts()
+    summary = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    lines = [
+        "# Where each claim stands",
+        "",
+        "Generated by `bnnsweep claims` from the declarations in `bnnsweep.claims.declared` "
+        "(published numbers) and `<results>/<experiment>/merged.nc` (ours: mean ± standard "
+        "error over runs, i.e. seeds and splits; diverged runs excluded). Verdict: within k "
+        "standard errors (ours and the paper's own, when printed) or not; rows on stand-in "
+        "data get none.",
+        "",
+        f"{len(frame)} rows: {summary}.",
+        "",
+        "| " + " | ".join(SHOWN) + " |",
+        "|" + "|".join("---" for _ in SHOWN) + "|",
+    ]
+    for _, row in frame.iterrows():
+        cells = [str(row[c]).replace("|", "/").replace("\n", " ") for c in SHOWN]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_claims(frame: pd.DataFrame, output: str | Path) -> list[Path]:
+    """``<output>.md`` and ``<output>.csv`` (atomically); the paths written."""
+    from ..atomic_file import write_atomic
+
+    output = Path(output)
+    md, csv = output.with_suffix(".md"), output.with_suffix(".csv")
+    md.parent.mkdir(parents=True, exist_ok=True)
+    text = to_markdown(frame)
+    write_atomic(md, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    write_atomic(csv, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
+    return [md, csv]

@@ -1,0 +1,161 @@
+"""``bnnsweep claims``: rows computed from merged files, the verdict, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bnnsweep.claims import Claim, Ours, metric, verdict
+from bnnsweep.claims.registry import outcome, registered
+from bnnsweep.claims.table import claims_frame, configured_experiments, experiments_of
+from bnnsweep.cli import main
+
+
+def write_merged(results, experiment, dataset, label, errors, method_name="laplace"):
+    """A merged file of one cell per value in ``errors``: split i predicts its two test
+    targets 0 with error +-errors[i], so that the cell's test_rmse is errors[i]."""
+    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.datasets.generated import unstandardised_split
+    from bnnsweep.method_base import FitResult
+    from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
+    from bnnsweep.sweep import Cell
+
+    paths = []
+    for i, err in enumerate(errors):
+        split = unstandardised_split(
+            str(i), np.zeros((3, 1)), np.zeros(3), np.zeros((2, 1)), np.zeros(2)
+        )
+        result = FitResult(pred_mean=np.array([[err], [-err]]), pred_var=np.ones((2, 1)))
+        cell = Cell(experiment, dataset, str(i), label, method_name, 0, (("hidden", 3),), {})
+        path = results / experiment / "cells" / f"{i}.nc"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cell_atomic(cell_content(result, split, cell), path)
+        paths.append(path)
+    write_netcdf_atomic(merge_cells(paths), results / experiment / "merged.nc")
+
+
+def config_dir(tmp_path, experiment, dataset, label):
+    configs = tmp_path / "config"
+    configs.mkdir()
+    (configs / "mine.yaml").write_text(
+        f"experiments:\n  {experiment}:\n    datasets: [{dataset}]\n"
+        f"    methods:\n      {label}: {{hidden: 3}}\n"
+    )
+    return configs
+
+
+@pytest.mark.parametrize(
+    ("errors", "kind"),
+    [((0.50, 0.60), "reproduced"), ((0.90, 1.00), "not reproduced")],
+)
+def test_a_published_number_against_a_merged_file(tmp_path, errors, kind):
+    """Thesis Table 5.2's Tecator evidence RMSE (0.55) beside two runs of label ``laplace``
+    on ``tecator``: ours is their mean +- s.e. (0.55 +- 0.05, or 0.95 +- 0.05, 8 s.e. off)."""
+    results = tmp_path / "results"
+    write_merged(results, "exp", "tecator", "laplace", errors)
+    frame = claims_frame(results, config_dir(tmp_path, "exp", "tecator", "laplace"))
+    row = frame[frame["where"] == "thesis Table 5.2 (evidence, Thodberg)"].iloc[0]
+    assert row["ours_mean"] == pytest.approx(np.mean(errors))
+    assert row["ours_se"] == pytest.approx(0.05)
+    assert row["n_runs"] == 2 and row["setting"] == "hidden=3"
+    assert row["config"].endswith("mine.yaml") and row["experiment"] == "exp"
+    assert outcome(row["verdict"]) == kind
+    assert row["data"] == "tecator"
+
+
+def test_an_experiment_without_results_is_not_run(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    frame = claims_frame(results, config_dir(tmp_path, "exp", "tecator", "laplace"))
+    assert len(frame) and (frame["verdict"] == "not run").sum() == 2  # thesis + paper 000
+    row = frame[frame["verdict"] == "not run"].iloc[0]
+    assert row["ours"] == f"not run (config {tmp_path / 'config' / 'mine.yaml'})"
+    assert math.isnan(row["ours_mean"])
+
+
+def test_the_shipped_configs_run_every_claim_and_no_number_is_typed(tmp_path):
+    """On an empty results directory every row of the shipped configs is 'not run (config
+    X)': no claim lacks a config, and no value of ours exists without a merged file."""
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[1] / "config"
+    (tmp_path / "results").mkdir()
+    frame = claims_frame(tmp_path / "results", config)
+    assert len(frame) >= len(registered())
+    assert set(frame["verdict"]) == {"not run"}, frame[frame["verdict"] != "not run"]
+    assert frame["ours"].str.startswith(f"not run (config {config}/").all()
+    assert frame["ours_mean"].isna().all()
+
+
+def test_every_declared_experiment_is_in_a_shipped_config():
+    from pathlib import Path
+
+    configured = configured_experiments(Path(__file__).resolve().parents[1] / "config")
+    missing = [
+        (c.paper, c.where, e) for c in registered() for e in c.experiments if e not in configured
+    ]
+    assert not missing
+    assert all(experiments_of(c, configured) for c in registered())
+
+
+def test_verdicts():
+    claim = Claim("paper x", "T1", "q", 1.0, metric("test_rmse"), experiments=("e",))
+    assert outcome(verdict(claim, Ours(1.2, 0.1, 4, ("d",)), False)) == "reproduced"
+    assert outcome(verdict(claim, Ours(1.4, 0.1, 4, ("d",)), False)) == "not reproduced"
+    assert outcome(verdict(claim, Ours(1.4, 0.1, 4, ("d",)), True)) == "stand-in"
+    assert outcome(verdict(claim, Ours(1.4, math.nan, 1, ("d",)), False)) == "undecided"
+    tolerant = Claim("p", "T", "q", 1.0, metric("x"), experiments=("e",), tolerance=0.5)
+    assert outcome(verdict(tolerant, Ours(1.4, math.nan, 1, ("d",)), False)) == "reproduced"
+    # the paper's own s.e. widens the band: 0.4 off, s.e. hypot(0.1, 0.2) = 0.22 -> 1.8 s.e.
+    printed = Claim("p", "T", "q", 1.0, metric("x"), experiments=("e",), published_se=0.2)
+    assert verdict(printed, Ours(1.4, 0.1, 4, ("d",)), False) == "within 3 s.e. (1.8)"
+
+
+def test_metric_groups_by_axes_and_pools_on_request():
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "dataset": ["a", "a", "b", "b"],
+            "method": ["m"] * 4,
+            "status": ["ok", "ok", "ok", "diverged"],
+            "hidden": [1, 2, 1, 1],
+            "test_rmse": [1.0, 2.0, 3.0, 100.0],
+        }
+    )
+    by_size = metric("test_rmse")(runs)
+    assert [(o.setting, o.mean, o.n) for o in by_size] == [
+        ("hidden=1", 2.0, 2),
+        ("hidden=2", 2.0, 1),
+    ]
+    (pooled,) = metric("test_rmse", pooled=True)(runs)
+    assert pooled.mean == pytest.approx(2.0) and pooled.n == 3  # the diverged run left out
+    assert pooled.se == pytest.approx(np.std([1.0, 2.0, 3.0], ddof=1) / np.sqrt(3))
+
+
+def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys):
+    assert main(["claims", "--results", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bnnsweep: error: results directory {tmp_path / 'nowhere'} does not exist"]
+    (tmp_path / "results").mkdir()
+    assert main(["claims", "--results", str(tmp_path / "results"), "--experiment", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown experiment(s) nope" in err[0]
+
+
+def test_cli_writes_markdown_and_csv(tmp_path, capsys):
+    results = tmp_path / "results"
+    write_merged(results, "exp", "tecator", "laplace", (0.5, 0.6))
+    configs = config_dir(tmp_path, "exp", "tecator", "laplace")
+    out = tmp_path / "claims"
+    args = ["claims", "--results", str(results), "--configs", str(configs)]
+    assert main([*args, "--experiment", "exp", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "0.55 ± 0.05" in printed and "within 3 s.e." in printed
+    assert (tmp_path / "claims.md").read_text() == printed
+    import pandas as pd
+
+    csv = pd.read_csv(tmp_path / "claims.csv")
+    assert set(csv["experiment"]) == {"exp"} and len(csv) == 2
