@@ -40,6 +40,49 @@ def converged(value, previous, grad, ftol: float = FTOL, gtol: float = GTOL):
     return stalled | (jnp.max(jnp.abs(grad)) <= gtol)
 
 
+def lbfgs_program(value_fn, n_iter: int):
+    """A compiled batch minimiser of ``value_fn(lam, w)`` over w: for rows (lam_b, w0_b),
+    L-BFGS with a zoom line search (``optax.lbfgs``), vmapped over the batch in one compiled
+    loop, each row until ``converged`` or ``n_iter`` iterations. The program returns the
+    points (B, W), their values (B,) (inf where the run left the finite region: the start is
+    returned there) and each row's iteration count."""
+    import optax  # after bnnsweep.jax_runtime has configured jax
+
+    def one(lam, w):
+        def fn(v):
+            return value_fn(lam, v)
+
+        opt = optax.lbfgs()
+        value_and_grad = optax.value_and_grad_from_state(fn)
+
+        def running(carry):
+            _, _, _, done, it = carry
+            return (it < n_iter) & ~done
+
+        def step(carry):
+            v, state, previous, done, it = carry
+            value, grad = value_and_grad(v, state=state)
+            done = done | converged(value, previous, grad)
+            # a converged row is frozen: zero gradient and a constant objective make its
+            # update zero and its line search accept at once, so that the rows still
+            # moving do not wait on line searches at a stationary point
+            grad = jnp.where(done, 0.0, grad)
+
+            def objective(u):
+                return jnp.where(done, value, fn(u))
+
+            updates, state = opt.update(grad, state, v, value=value, grad=grad, value_fn=objective)
+            return optax.apply_updates(v, updates), state, value, done, it + 1
+
+        carry = (w, opt.init(w), jnp.inf, jnp.asarray(False), jnp.asarray(0))
+        v, _, _, _, iterations = jax.lax.while_loop(running, step, carry)
+        value = fn(v)
+        ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(v))
+        return jnp.where(ok, v, w), jnp.where(ok, value, jnp.inf), iterations
+
+    return jax.jit(jax.vmap(one))
+
+
 @dataclass
 class MarginalModel:
     """The chaining target E(lambda, w) = lambda phi(w) + E_0(w) for one dataset.
@@ -138,43 +181,7 @@ class MarginalModel:
     def _minimiser(self, n_iter: int):
         """The compiled batch minimiser of ``tempered_minima`` for ``n_iter`` iterations
         (built once per model and count, so later calls reuse the compiled program)."""
-        import optax  # after bnnsweep.jax_runtime has configured jax
-
-        def one(lam, w):
-            def fn(v):
-                return self._tempered_value(lam, v)
-
-            opt = optax.lbfgs()
-            value_and_grad = optax.value_and_grad_from_state(fn)
-
-            def running(carry):
-                _, _, _, done, it = carry
-                return (it < n_iter) & ~done
-
-            def step(carry):
-                v, state, previous, done, it = carry
-                value, grad = value_and_grad(v, state=state)
-                done = done | converged(value, previous, grad)
-                # a converged row is frozen: zero gradient and a constant objective make its
-                # update zero and its line search accept at once, so that the rows still
-                # moving do not wait on line searches at a stationary point
-                grad = jnp.where(done, 0.0, grad)
-
-                def objective(u):
-                    return jnp.where(done, value, fn(u))
-
-                updates, state = opt.update(
-                    grad, state, v, value=value, grad=grad, value_fn=objective
-                )
-                return optax.apply_updates(v, updates), state, value, done, it + 1
-
-            carry = (w, opt.init(w), jnp.inf, jnp.asarray(False), jnp.asarray(0))
-            v, _, _, _, iterations = jax.lax.while_loop(running, step, carry)
-            value = fn(v)
-            ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(v))
-            return jnp.where(ok, v, w), jnp.where(ok, value, jnp.inf), iterations
-
-        return jax.jit(jax.vmap(one))
+        return lbfgs_program(self._tempered_value, n_iter)
 
     def optimised_start_points(
         self,

@@ -162,7 +162,7 @@ def run_chain(
     ais, ais_se, ais_ess, n_grad_ais = float("nan"), float("nan"), float("nan"), 0
     reverse = (float("nan"),) * 3
     if proto.ais_particles > 0:
-        program = _ais_program(target, proto.ais_leapfrog)
+        program = ais_program(target, proto.ais_leapfrog)
         ais, ais_se, ais_ess, n_grad_ais = _ais(
             target, program, lambdas, step.mean(axis=1), proto, rng
         )
@@ -213,15 +213,24 @@ def refine_schedule(lambdas: np.ndarray, substeps: int) -> tuple[np.ndarray, np.
     return np.concatenate([[lambdas[0]], fine.ravel()]), link
 
 
-def _ais_program(target, n_steps: int):
+def ais_program(target, n_steps: int):
     """The compiled AIS sweep for one target: particles (P, W) with auxiliary theta, through
     temperatures ``fine`` (T + 1,) in the order given (increasing: forward AIS; decreasing:
     reverse), with the HMC step size ``steps[k]`` at temperature k times a factor each
     particle adapts as it goes, ln f <- ln f + ADAPT_RATE (a - AIS_ACCEPT) after a transition
     accepted with probability a (each transition still leaves its own distribution invariant;
     only its step depends on the particle's past, which AIS allows). Targets with a ``mass``
-    (e.g. the prior precision of every weight) run their trajectories with it."""
+    (e.g. the prior precision of every weight) run their trajectories with it. A target whose
+    phi depends on the particle's auxiliary theta gives ``phi_aux(theta, w)`` instead of
+    ``phi_one(w)`` for the weights (e.g. one program for the AIS of many valleys, each
+    particle carrying its valley's centre and scale in theta). The program returns each
+    particle's ln w, its mean acceptance probability and its final weights."""
     mass = getattr(target, "mass", None)
+    phi_aux = getattr(target, "phi_aux", None)
+    if phi_aux is None:
+
+        def phi_aux(_theta, w):
+            return target.phi_one(w)
 
     def particle(key, w, theta, fine, steps, consts):
         state = hmc.ChainState(w, jnp.zeros_like(w), jnp.zeros(()), jnp.zeros_like(w), theta)
@@ -229,7 +238,7 @@ def _ais_program(target, n_steps: int):
         def body(carry, k):
             state, log_w, log_f = carry
             log_w = log_w - (fine[k] - fine[k - 1]) * jnp.nan_to_num(
-                target.phi_one(state.w), nan=jnp.inf
+                phi_aux(state.theta, state.w), nan=jnp.inf
             )
             # one transition (Gibbs + HMC) leaving the k-th distribution invariant
             state, info = hmc.transition(
@@ -244,9 +253,9 @@ def _ais_program(target, n_steps: int):
         (state, log_w, _), accept = jax.lax.scan(body, (state, jnp.zeros(()), jnp.zeros(())), ks)
         last = fine.shape[0] - 1
         log_w = log_w - (fine[last] - fine[last - 1]) * jnp.nan_to_num(
-            target.phi_one(state.w), nan=jnp.inf
+            phi_aux(state.theta, state.w), nan=jnp.inf
         )
-        return log_w, accept.mean()
+        return log_w, accept.mean(), state.w
 
     return jax.jit(
         jax.vmap(particle, in_axes=(0, 0, 0, None, None, None)),
@@ -262,7 +271,7 @@ def _ais_steps(target, steps, link) -> np.ndarray:
     return np.concatenate([[steps[0]], np.asarray(steps)[link - 1]])
 
 
-def _ais_constants() -> dict:
+def ais_constants() -> dict:
     return {
         "persistence": jnp.float64(0.0),
         "jitter": jnp.float64(0.1),
@@ -296,9 +305,9 @@ def _ais_reverse(target, program, lambdas, steps, proto: ChainProtocol, chains: 
     fine, link = refine_schedule(lambdas, proto.ais_substeps)
     step_at = _ais_steps(target, steps, link)
     keys = jax.random.split(key_from_rng(rng), len(w))
-    log_w_rev, _ = program(
+    log_w_rev, _, _ = program(
         keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
-        jnp.asarray(fine[::-1].copy()), jnp.asarray(step_at[::-1].copy()), _ais_constants(),
+        jnp.asarray(fine[::-1].copy()), jnp.asarray(step_at[::-1].copy()), ais_constants(),
     )  # fmt: skip
     inverse, se, ess = ais_estimate(np.asarray(log_w_rev), C)
     n_grad = len(w) * (len(fine) - 2) * (proto.ais_leapfrog + 1)
@@ -316,9 +325,9 @@ def _ais(target, program, lambdas, steps, proto: ChainProtocol, rng):
     w, theta = target.sample_prior(n, rng)
     step_at = _ais_steps(target, steps, link)
     keys = jax.random.split(key_from_rng(rng), n)
-    log_w, _ = program(
+    log_w, _, _ = program(
         keys, jnp.asarray(w), jax.tree_util.tree_map(jnp.asarray, theta),
-        jnp.asarray(fine), jnp.asarray(step_at), _ais_constants(),
+        jnp.asarray(fine), jnp.asarray(step_at), ais_constants(),
     )  # fmt: skip
     value, se, ess = ais_estimate(np.asarray(log_w), proto.replicates)
     n_grad = n * (len(fine) - 2) * (proto.ais_leapfrog + 1)
