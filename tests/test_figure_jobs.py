@@ -57,7 +57,7 @@ def test_a_failing_figure_is_reported_and_the_others_are_drawn(tmp_path, merged)
     # chapter_one_checks needs the values of ch1_checks cells, absent from map cells
     proc = cli(
         "figures", "--merged", merged,
-        "--draw", "chapter_one_checks", tmp_path / "s.png",
+        "--draw", "chapter_one_checks", tmp_path / "s.md",
         "--draw", "occam_hill", tmp_path / "o.png",
     )  # fmt: skip
     assert proc.returncode == 1

@@ -25,6 +25,7 @@ from test_seed_figures import _softmax_merged, _sunspot_merged
 from bnnsweep.figures import FIGURES, load_merged, method_palette
 from bnnsweep.methods import names
 from bnnsweep.results import with_run_test_data
+from bnnsweep.table_kinds import TABLE_KINDS
 
 SYNTHETIC = {
     "occam_hill": make_merged,
@@ -46,7 +47,6 @@ FITTED = {
     "ica_alpha": ("ica_merged", 0),
     "ica_bound_trace": ("ica_merged", 0),
     "ica_sources": ("ica_merged", 0),
-    "chapter_one_checks": ("ch1_merged_path", None),
     "bm_correlation_error": ("bm_merged_files", "ens"),
     "bm_galland_iterations": ("bm_merged_files", "gal"),
     "bm_toy_learning": ("bm_merged_files", "toy"),
@@ -62,7 +62,7 @@ FITTED = {
 """Kinds drawn from a fitted merged file: (session fixture of ``merged_fixtures``, the key or
 index of the merged file in what the fixture returns, if it returns more)."""
 
-TABLES = {"error_table"}  # Markdown, no colours
+TABLES = TABLE_KINDS  # Markdown and CSV, no colours
 
 COLOURED_BY_METHOD = {
     "occam_hill",

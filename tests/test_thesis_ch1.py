@@ -106,5 +106,6 @@ def test_method_and_figure_end_to_end(ch1_merged_path, tmp_path):
     assert len(printed) == 11
     mismatched = printed[printed["ours_rounded"] != printed["published"]]
     assert mismatched[["problem", "quantity"]].values.tolist() == [["burglary", "p_b_given_a_c"]]
-    (png,) = draw("chapter_one_checks", ch1_merged_path, tmp_path / "checks.png")
-    assert png.read_bytes()[:4] == b"\x89PNG"
+    md, csv = draw("chapter_one_checks", ch1_merged_path, tmp_path / "checks.md")
+    assert md.read_text().count("\n| ") == len(frame) + 1  # the header and a row per number
+    assert len(csv.read_text().splitlines()) == len(frame) + 1

@@ -33,7 +33,7 @@ def figure_outputs(experiment):
     """
     out = []
     for kind in EXPERIMENTS[experiment]["figures"]:
-        if kind == "error_table":
+        if kind in TABLE_KINDS:
             out.append((kind, f"{RESULTS}/{experiment}/tables/{kind}.md"))
         else:
             out += [

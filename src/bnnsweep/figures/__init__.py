@@ -3,6 +3,11 @@
 >>> from bnnsweep.figures import draw
 >>> draw("occam_hill", "results/exp/merged.nc", "figures/occam_hill.png")  # doctest: +SKIP
 
+``palette()`` gives the colour the workflow draws each method in, for your own plots:
+
+>>> import seaborn as sns  # doctest: +SKIP
+>>> sns.lineplot(frame, x="hidden", y="test_rmse", hue="method", palette=palette())  # doctest: +SKIP
+
 ``FIGURES`` maps a kind to ``(function, suffix)``: the function takes the merged
 ``xarray.Dataset`` and returns a matplotlib ``Figure`` (suffix ``.png``) or a pandas
 ``DataFrame`` (suffix ``.md``; written as Markdown and CSV). Kinds:
@@ -41,7 +46,8 @@
     variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, the
     bound against update, true against recovered sources (figures/ica.py)
 ``chapter_one_checks``
-    the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed values
+    table: the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed
+    values
 ``bm_correlation_error``
     Boltzmann machines: pair-correlation errors of mean-field and mixture joints against
     enumeration, histograms and the mean sum of squares against M (thesis fig. 4.2)
@@ -75,7 +81,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -95,6 +101,7 @@ from .bm_digits import bm_digits_cost, bm_digits_joint_means
 from .bm_learning import bm_galland_iterations, bm_toy_learning
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
+from .error_table import to_markdown as error_table_markdown
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_bound_trace, ica_sources
 from .ltu import ltu_error_table, ltu_error_vs_hidden
@@ -109,6 +116,7 @@ from .sbn_figures import (
 from .schedule_comparison import schedule_comparison
 from .sunspot_predictions import sunspot_predictions
 from .thesis_ch1 import chapter_one_checks
+from .thesis_ch1 import to_markdown as chapter_one_markdown
 from .toy_regression import toy_regression
 
 FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = {
@@ -127,7 +135,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "ica_alpha": (ica_alpha, ".png"),
     "ica_bound_trace": (ica_bound_trace, ".png"),
     "ica_sources": (ica_sources, ".png"),
-    "chapter_one_checks": (chapter_one_checks, ".png"),
+    "chapter_one_checks": (chapter_one_checks, ".md"),
     "bm_correlation_error": (bm_correlation_error, ".png"),
     "bm_galland_iterations": (bm_galland_iterations, ".png"),
     "bm_toy_learning": (bm_toy_learning, ".png"),
@@ -141,6 +149,9 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
     "sunspot_predictions": (sunspot_predictions, ".png"),
 }
+
+MARKDOWN = {"chapter_one_checks": chapter_one_markdown}
+"""The Markdown writer of a table kind other than ``error_table``."""
 
 __all__ = [
     "FIGURES",
@@ -164,6 +175,7 @@ __all__ = [
     "load_merged",
     "method_palette",
     "nrd_hidden_units",
+    "palette",
     "occam_hill",
     "sbn_bars_loglik",
     "sbn_error_histograms",
@@ -175,6 +187,19 @@ __all__ = [
     "toy_regression",
     "write_table",
 ]
+
+
+def palette(methods: Iterable[str] | None = None) -> dict[str, tuple[float, float, float]]:
+    """The colour (RGB in [0, 1]) the workflow's figures draw each method label in: every
+    registered method when ``methods`` is None, else the labels given (a config's own labels,
+    such as ``laplace_paper``, take spare colours in sorted order, as in the figures drawn
+    from a merged file holding the same labels). Pass it as seaborn's ``palette=``; colour-
+    blind safe (``_common.METHOD_COLOURS``)."""
+    if methods is None:
+        from ..methods import names
+
+        methods = names()
+    return method_palette(methods)
 
 
 def load_merged(path: str | os.PathLike) -> xr.Dataset:
@@ -223,7 +248,7 @@ def draw(kind: str, merged_path: str | os.PathLike | xr.Dataset, output_path) ->
     ds = merged_path if isinstance(merged_path, xr.Dataset) else load_merged(merged_path)
     result = function(with_run_test_data(ds))
     if isinstance(result, pd.DataFrame):
-        return write_table(result, path)
+        return write_table(result, path, MARKDOWN.get(kind, error_table_markdown))
     path.parent.mkdir(parents=True, exist_ok=True)
     save_figure(result, path)
     return [path]

@@ -89,18 +89,58 @@ def outside_legend(ax, handles, title: str | None = None) -> None:
     )
 
 
-PALETTE_SIZE = 20
+METHOD_COLOURS = {
+    # the network methods drawn together (occam_hill, evidence_vs_error, toy_regression,
+    # sunspot_predictions): Okabe & Ito's colour-blind-safe set without its yellow
+    "laplace": "#0072B2",  # blue
+    "map": "#D55E00",  # vermillion
+    "hmc": "#000000",  # black: the sampling reference
+    "vi_gauss": "#009E73",  # bluish green
+    "vi_mixture": "#CC79A7",  # reddish purple
+    "chaining": "#E69F00",  # orange
+    # the ADF comparison (paper 004): sky blue, Tol's purple, olive and indigo
+    "pbp": "#56B4E9",
+    "ebp": "#AA4499",
+    "relu_map": "#999933",
+    "relu_hmc": "#332288",
+    # the thesis's other models, rarely two in one figure: Tol's muted colours
+    "bm_vi": "#117733",
+    "exact": "#44AA99",
+    "sbn_vi": "#882255",
+    "ltu": "#CC6677",
+    "vb_ica": "#661100",
+    "ch1_checks": "#777777",
+}
+"""A registered method's own colour, the same in every figure (hex RGB). Chosen to stay apart
+under simulated protanopia, deuteranopia and tritanopia within each group drawn together and
+to stand out on white (WCAG contrast >= 2); ``tests/test_palette.py`` checks both. A method
+registered later and not named here takes a spare colour."""
+
+SPARE_COLOURS = ("#7900F2", "#592D00", "#002080", "#492D59", "#802038", "#C579F2")
+"""Colours for labels that are not registered method names (``laplace_paper``,
+``vi_gauss_full``, ``bm_mixture``), in this order over the sorted labels: violet, dark brown,
+navy, aubergine, wine, lilac, each in turn the colour of an HSV grid (contrast on white
+>= 2.2) farthest, under every simulated colour vision, from the six network methods' and
+the spare colours before it. Beyond them, husl colours far from every colour given
+(``_farthest_colours``)."""
+
+
+def _rgb(hex_colour: str) -> tuple[float, float, float]:
+    value = hex_colour.lstrip("#")
+    return tuple(int(value[i : i + 2], 16) / 255.0 for i in (0, 2, 4))
 
 
 @lru_cache(maxsize=1)
 def _fixed_colours() -> tuple[dict[str, tuple[float, float, float]], list]:
-    """Every registered method's own colour (seaborn's colorblind palette, then its dark one),
-    by the method's place among the sorted registered names, and the colours left over."""
+    """Every registered method's own colour (``METHOD_COLOURS``; a method missing there takes
+    the first spare colour in sorted order) and the spare colours left over."""
     from ..methods import names
 
-    colours = theme.palette("colorblind") + theme.palette("dark")
-    registered = names()[:PALETTE_SIZE]
-    return dict(zip(registered, colours, strict=False)), colours[len(registered) :]
+    spare = [_rgb(c) for c in SPARE_COLOURS]
+    fixed = {}
+    for name in names():
+        fixed[name] = _rgb(METHOD_COLOURS[name]) if name in METHOD_COLOURS else spare.pop(0)
+    return fixed, spare
 
 
 def colour_distance(a, b) -> float:

@@ -155,11 +155,12 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_table(table: pd.DataFrame, path) -> list[Path]:
-    """Write ``<stem>.md`` and ``<stem>.csv`` next to ``path``; return both paths."""
+def write_table(table: pd.DataFrame, path, markdown=to_markdown) -> list[Path]:
+    """Write ``<stem>.md`` (``markdown(table)``) and ``<stem>.csv`` next to ``path``; return
+    both paths."""
     path = Path(path)
     md, csv = path.with_suffix(".md"), path.with_suffix(".csv")
-    text = to_markdown(table)
+    text = markdown(table)
     write_atomic(md, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     write_atomic(csv, lambda tmp: table.to_csv(tmp, index=False, float_format="%.10g"))
     return [md, csv]

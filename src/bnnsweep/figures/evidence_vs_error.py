@@ -108,6 +108,13 @@ def _scatter(ax, d: pd.DataFrame, palette: dict, sizes: dict) -> None:
     nmse = d["test_nmse"].to_numpy(float)
     if np.all(nmse > 0) and nmse.max() / nmse.min() > 30:
         ax.set_yscale("log")
+    # room for the largest marker at the edges (an inset is small, its markers large)
+    ax.margins(INSET_MARGIN if ax.get_label() == "inset" else 0.05)
+
+
+INSET_MARGIN = 0.18
+"""The inset's data margin, a fraction of its data range each side: its largest marker (about
+11 points across) stays inside a box about 150 points wide."""
 
 
 def evidence_vs_error(ds: xr.Dataset) -> Figure:
@@ -139,7 +146,7 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
             _scatter(ax, d, palette, sizes)
             crowd = crowded(d)
             if crowd is not None:
-                inset = ax.inset_axes(_emptiest_corner(ax, d))
+                inset = ax.inset_axes(_emptiest_corner(ax, d), label="inset")
                 _scatter(inset, crowd, palette, sizes)
                 inset.tick_params(labelsize="x-small")
                 inset.set_title(
@@ -151,13 +158,12 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
 
         grey = "0.35"
         with_points = set(points["method"])
-        # a legend names what is drawn: methods without a log evidence go in its title
+        # a legend names what is drawn; methods without a log evidence are named below it
         handles = [
             Line2D([], [], color=palette[m], marker="o", linestyle="", label=m)
             for m in sorted(with_points)
         ]
         absent = sorted(set(runs["method"].unique()) - with_points)
-        title = f"not drawn (no log evidence): {', '.join(absent)}" if absent else None
         for level in sorted(set(points["level"]) - {"run"}):
             handles.append(
                 Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} (counted)")
@@ -180,6 +186,16 @@ def evidence_vs_error(ds: xr.Dataset) -> Figure:
                 )
             )
         if handles:
-            outside_legend(axes[min(len(names), ncols) - 1], handles, title=title)
+            outside_legend(axes[min(len(names), ncols) - 1], handles)
+        if absent:
+            fig.text(
+                0.01,
+                0.0,
+                f"Not drawn, having no log evidence: {', '.join(absent)}.",
+                ha="left",
+                va="top",
+                fontsize="small",
+                color="0.3",
+            )
         fig.suptitle("Log evidence against test error")
     return fig

@@ -2,7 +2,7 @@
 against the target series (paper 000 fig. 3).
 
 Paper 000 fig. 3 draws the one-step-ahead prediction of a three-component variational
-committee over the test years 1921-1979 as a solid line, the prediction plus and minus one
+committee (config/sunspots_committee.yaml) over the test years 1921-1979 as a solid line, the prediction plus and minus one
 standard deviation as dashed lines and the targets as circles. Here one panel per dataset
 and method label (and per value of every sweep axis it uses, e.g. ``components``) draws
 the run of smallest seed the same way: ``pred_mean`` solid, ``pred_mean +- sqrt(pred_var)``
@@ -128,7 +128,7 @@ def sunspot_predictions(ds: xr.Dataset) -> Figure:
             ax.set_ylabel("target (original units)")
             ax.legend(loc="upper right", fontsize="x-small", ncols=3)
         fig.suptitle(
-            f"One-step-ahead predictions with ±{ERROR_BAR_SD:g} s.d. error bars "
-            "(paper 000 fig. 3: three-component variational committee)"
+            f"One-step-ahead predictions with ±{ERROR_BAR_SD:g} s.d. error bars, a panel per "
+            "method\n(drawn as paper 000 fig. 3 draws its three-component variational committee)"
         )
     return fig

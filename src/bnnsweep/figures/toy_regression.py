@@ -144,22 +144,24 @@ def toy_regression(ds: xr.Dataset) -> Figure:
         .groupby(["dataset", "hidden", "method"], sort=False)
         .head(1)
     )
+    same_run = chosen[["seed", "split"]].drop_duplicates()
+    one_run = len(same_run) == 1
     with style():
-        fig = new_figure(4.6 * len(methods) + 0.5, 3.3 * len(rows))
+        fig = new_figure(3.6 * len(methods) + 0.8, 2.9 * len(rows) + 0.6)
         axes = fig.subplots(len(rows), len(methods), squeeze=False, sharex="row", sharey="row")
         train_cache: dict[tuple[str, str], object] = {}
         for i, (dataset, hidden) in enumerate(rows):
             ranges = []
+            h_label = f"H = {hidden}" if hidden >= 0 else "H n/a"
             for j, method in enumerate(methods):
                 ax = axes[i, j]
-                h_label = f"H = {hidden}" if hidden >= 0 else "H n/a"
+                ax.set_title(method, color=palette[method], fontweight="bold")
                 pick: pd.DataFrame = chosen[
                     (chosen["dataset"] == dataset)
                     & (chosen["hidden"] == hidden)
                     & (chosen["method"] == method)
                 ]
                 if pick.empty:
-                    ax.set_title(f"{dataset} · {method} · {h_label}")
                     note(ax, "no run")
                     continue
                 row = pick.iloc[0]
@@ -169,12 +171,11 @@ def toy_regression(ds: xr.Dataset) -> Figure:
                 span = _panel(ax, ds, int(row["run"]), palette[method], train_cache[key])
                 if span is not None:
                     ranges.append(span)
-                ax.set_title(
-                    f"{dataset} · {method} · {h_label} (seed {row['seed']}, split {row['split']})",
-                    fontsize="small",
-                )
-                ax.set_xlabel("input x")
-                ax.set_ylabel("target y (original units)")
+                if not one_run:
+                    ax.set_title(f"{method} (seed {row['seed']}, split {row['split']})")
+                if i == len(rows) - 1:
+                    ax.set_xlabel("input x")
+            axes[i, 0].set_ylabel(f"{dataset}, {h_label}\ntarget y")
             limits = _limits(ranges)
             if limits is not None:
                 axes[i, 0].set_ylim(*limits)
@@ -183,12 +184,19 @@ def toy_regression(ds: xr.Dataset) -> Figure:
         if handles:
             fig.legend(
                 handles=handles,
-                loc="upper left",
-                bbox_to_anchor=(1.0, 0.95),
-                fontsize="small",
-                title="colour: the panel's method",
+                loc="upper center",
+                bbox_to_anchor=(0.5, 0.0),
+                ncols=len(handles),
+                title="in each panel's colour: its method's",
                 title_fontsize="small",
             )
         draws = " and posterior function draws" if "posterior draws" in drawn else ""
-        fig.suptitle(f"Predictive mean, ±{BAND_SD:g} s.d. band{draws}")
+        run = (
+            f" (seed {same_run.iloc[0]['seed']}, split {same_run.iloc[0]['split']})"
+            if one_run
+            else ""
+        )
+        fig.suptitle(
+            f"Predictive mean, ±{BAND_SD:g} s.d. band{draws}, a row per dataset and H{run}"
+        )
     return fig
