@@ -14,7 +14,8 @@ from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
 from bnnsweep.result_check import REPAIR_LOG, quarantine_damaged_cells
 from bnnsweep.runlock import clear_stale_locks, forget_owner, record_owner
-from bnnsweep.sweep_progress import start_sweep_progress
+from bnnsweep.sweep_progress import print_summary, start_sweep_progress
+from bnnsweep.table_kinds import TABLE_KINDS
 from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
 from bnnsweep.workflow_run import conda_env_file
 
@@ -36,10 +37,13 @@ if workflow.is_main_process:
 
 onsuccess:
     forget_owner(".snakemake")
+    # cells by status and method, the slowest, the figures (bnnsweep.sweep_progress.summary)
+    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
 
 
 onerror:
     forget_owner(".snakemake")
+    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
 
 
 onstart:

@@ -2,7 +2,7 @@
 calibrated per method on the finished cells and divided by this run's parallelism."""
 
 from bnnsweep import jobsize
-from bnnsweep.sweep_progress import SweepProgress, cell_estimates
+from bnnsweep.sweep_progress import SweepProgress, TimeLeft, cell_estimates
 
 
 def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
@@ -18,19 +18,22 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
     measured = {paths[0]: 5.0, paths[1]: 5.0, paths[2]: 15.0, paths[3]: 2.0}
     now = [0.0]
     progress = SweepProgress(cells, print, clock=lambda: now[0], runtime=measured.get)
-    assert progress.line() is None  # nothing new since the start
+    # nothing finished in this run: no time left yet, but a line all the same
+    assert progress.line() == "bnnsweep: 1/5 cells done (20%) in 0 s"
     now[0] = 2.5
     open(paths[1], "w").close()  # 5 s of work in 2.5 s: parallelism 2; map takes half
     # left: map 30 x 0.5 = 15, vi (no cell yet: its bound) 100 + 20 = 120
-    assert progress.line() == "bnnsweep: 2/5 cells done (40%), about 1m 08s left"  # 135 / 2
-    assert progress.line() is None  # unchanged: no line
+    assert progress.raw_left() == 135 / 2
+    assert progress.line() == "bnnsweep: 2/5 cells done (40%) in 2 s, about 1m 08s left"
     now[0] = 10.0
     open(paths[3], "w").close()  # vi measured at 0.02 of its estimate
-    # left: map 15 + vi 20 x 0.02 = 15.4 s of work; parallelism (5 + 2) / 10
-    assert progress.line() == "bnnsweep: 3/5 cells done (60%), about 22 s left"
+    # left: map 15 + vi 20 x 0.02 = 15.4 s of work; parallelism (5 + 2) / 10 = 22 s; the
+    # finishing time shown moves 0.3 of the way from 2.5 + 67.5 = 70 to 10 + 22 = 32: 58.6
+    assert progress.raw_left() == 15.4 / 0.7
+    assert progress.line() == "bnnsweep: 3/5 cells done (60%) in 10 s, about 49 s left"
     for path in paths[2:]:
         open(path, "w").close()
-    assert progress.line() == "bnnsweep: 5/5 cells done (100%)"
+    assert progress.line() == "bnnsweep: 5/5 cells done (100%) in 10 s"
 
 
 def test_cells_that_cannot_be_priced_count_as_the_median():
@@ -46,3 +49,82 @@ def test_cells_that_cannot_be_priced_count_as_the_median():
     (estimate,) = cell_estimates({"v.nc": vi}).values()
     assert estimate[1] == jobsize.packing_seconds(vi) < jobsize.fit_seconds(vi) / 5
     assert SweepProgress(estimates, print).cells["b.nc"][1] == estimates["a.nc"][1]
+
+
+def test_the_time_left_never_rises_unless_the_estimate_stays_well_above_it():
+    """Issue 35: the time left went 35 min, 30 min, 1 h 23 min, 55 min within two minutes.
+    Shown: the smoothed finishing time, never later than before, unless the raw estimate
+    stays over 1.25 x the time shown for two lines (then revised up, once)."""
+    left = TimeLeft()
+    now, shown = 0.0, []
+    for raw in [35 * 60, 30 * 60, 83 * 60, 32 * 60, 30 * 60, 28 * 60]:
+        shown.append(left.update(now, raw))
+        now += 30.0
+    seconds = [s for s, _ in shown]
+    assert all(
+        b <= a for a, b in zip(seconds, seconds[1:], strict=False)
+    )  # the one-line jump is ignored
+    assert not any(revised for _, revised in shown)
+    assert seconds[0] == 35 * 60 and seconds[-1] <= seconds[0] - 5 * 30  # counts down
+    # the issue's own sequence: 83 then 55 min is two lines well above 35: revised up once
+    left, now, shown = TimeLeft(), 0.0, []
+    for raw in [35 * 60, 30 * 60, 83 * 60, 55 * 60, 54 * 60, 53 * 60]:
+        shown.append(left.update(now, raw))
+        now += 30.0
+    assert [revised for _, revised in shown] == [False, False, False, True, False, False]
+    after = [s for s, _ in shown[3:]]
+    assert all(b <= a for a, b in zip(after, after[1:], strict=False))
+
+    left = TimeLeft()
+    first, _ = left.update(0.0, 600.0)
+    assert left.update(30.0, 1800.0) == (570.0, False)  # once above: held
+    second, revised = left.update(60.0, 1800.0)  # twice: the plan was wrong, revised up
+    assert revised and second > first
+    assert left.update(90.0, None) == (second - 30.0, False)  # no estimate: counts down
+
+
+def test_a_line_every_interval_even_when_no_cell_finishes(tmp_path):
+    import threading
+
+    path = str(tmp_path / "c.nc")
+    lines = []
+    progress = SweepProgress({path: ("map", 1.0)}, lines.append)
+    stop = threading.Event()
+    thread = threading.Thread(target=progress.run, args=(0.01, stop))
+    thread.start()
+    while len(lines) < 3:
+        stop.wait(0.01)
+    open(path, "w").close()
+    thread.join(timeout=10)
+    assert lines[0].startswith("bnnsweep: 0/1 cells done (0%)")
+    assert lines[-1].startswith("bnnsweep: 1/1 cells done (100%)")
+
+
+def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
+    from bnnsweep.sweep import Cell
+    from bnnsweep.sweep_progress import summary
+
+    def cell(method, seed):
+        return Cell("e", "toy_sine", "default", method, method, seed, (), {})
+
+    cells = {f"e/cells/{m}_{s}": cell(m, s) for m in ("laplace", "map") for s in range(3)}
+    facts = {
+        "e/cells/laplace_0": ("ok", 12.0),
+        "e/cells/laplace_1": ("not_converged", 30.0),
+        "e/cells/map_0": ("ok", 1.0),
+        "e/cells/map_1": ("diverged", 2.0),
+    }
+    for key in facts:
+        (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"{key}.nc").touch()
+    (tmp_path / "e" / "figures").mkdir()
+    (tmp_path / "e" / "figures" / "occam_hill.png").touch()
+    lines = summary(cells, str(tmp_path), facts=lambda p: facts[p[len(str(tmp_path)) + 1 : -3]])
+    table = {line.split()[0]: line.split()[1:] for line in lines[2:4]}
+    assert lines[1].split() == ["method", "ok", "not_converged", "diverged", "missing"]
+    assert table == {"laplace": ["1", "1", "0", "1"], "map": ["1", "0", "1", "1"]}
+    slowest = lines[lines.index("slowest cells (fit time):") + 1 :][:3]
+    assert [line.split()[-1].rsplit("/", 1)[-1] for line in slowest] == [
+        "laplace_1.nc", "laplace_0.nc", "map_1.nc"]  # fmt: skip
+    assert any(line.endswith("e/figures/occam_hill.png") for line in lines)
+    assert lines[-1].startswith("report: snakemake --report")

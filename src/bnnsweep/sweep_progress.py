@@ -1,8 +1,9 @@
-"""Progress of a whole sweep: cells done of all, and the time left, printed while it runs.
+"""Progress of a whole sweep: cells done of all, and the time left, printed while it runs;
+a summary when it ends.
 
 Started by the Snakefile's ``onstart`` in the main Snakemake process, a daemon thread looks
-every ``interval`` seconds at which cell files exist and prints one line when the count has
-changed, e.g. ``bnnsweep: 120/400 cells done (30%), about 12m 05s left``.
+every ``interval`` seconds at which cell files exist and prints one line, whether or not the
+count changed, e.g. ``bnnsweep: 120/400 cells done (30%) in 4m 10s, about 12m left``.
 
 The time left comes from the plan's estimates (``jobsize.packing_seconds``, the work models'
 typical times) calibrated as ``bnnsweep plan`` calibrates them: each method's estimates are
@@ -11,6 +12,16 @@ the cell files; a method with none finished yet keeps its typical time, as an un
 plan does: the estimates of different methods are off by different factors), and the work left is
 divided by this run's parallelism (the measured time of the cells finished since the start
 over the wall time since then). Until a cell has finished in this run, no time is given.
+
+That raw estimate jumps as each method's first cell calibrates it, so the time shown is
+smoothed (``TimeLeft``): the expected finishing time is an exponential average of the raw
+ones, and the time shown never goes up, unless the raw estimate has stayed more than
+``REVISE_ABOVE`` times the shown one for ``REVISE_AFTER`` lines in a row (the plan's
+estimates were wrong for a method): then it is revised up once, and the line says so.
+
+``summary`` is the closing report (the Snakefile's ``onsuccess``/``onerror``): cells ok,
+not converged, diverged and missing (failed) by method, the slowest cells, and where the
+figures and tables are.
 """
 
 from __future__ import annotations
@@ -19,12 +30,13 @@ import os
 import statistics
 import threading
 import time
+from pathlib import Path
 
 from .progress import format_seconds
 
 
-def cell_runtime(path: str) -> float | None:
-    """``runtime_s`` of a finished cell file (None when it cannot be read)."""
+def cell_facts(path: str) -> tuple[str, float] | None:
+    """(``status``, ``runtime_s``) of a finished cell file (None when it cannot be read)."""
     try:
         import netCDF4
 
@@ -33,9 +45,51 @@ def cell_runtime(path: str) -> float | None:
         if seal_problem(path) is not None:  # never hand damaged bytes to the HDF5 parser
             return None
         with netCDF4.Dataset(path) as nc:
-            return float(nc["runtime_s"][...])
+            status = nc["status"][...] if "status" in nc.variables else "ok"
+            return str(getattr(status, "item", lambda: status)()), float(nc["runtime_s"][...])
     except Exception:  # noqa: BLE001 - progress is never worth a failed sweep
         return None
+
+
+def cell_runtime(path: str) -> float | None:
+    """``runtime_s`` of a finished cell file (None when it cannot be read)."""
+    facts = cell_facts(path)
+    return None if facts is None else facts[1]
+
+
+SMOOTHING = 0.3
+"""Weight of the newest raw estimate in the exponential average of the finishing time."""
+REVISE_ABOVE = 1.25
+REVISE_AFTER = 2
+
+
+class TimeLeft:
+    """The time left as shown: ``update(now, raw)`` takes the raw estimate (seconds, or None)
+    at time ``now`` and returns (seconds shown or None, whether it was revised up)."""
+
+    def __init__(self):
+        self.finish: float | None = None  # smoothed finishing time (clock seconds)
+        self.shown_finish: float | None = None
+        self.above = 0
+
+    def update(self, now: float, raw: float | None) -> tuple[float | None, bool]:
+        if raw is None:
+            return (None if self.shown_finish is None else max(self.shown_finish - now, 0.0)), False
+        finish = now + raw
+        self.finish = finish if self.finish is None else (
+            SMOOTHING * finish + (1 - SMOOTHING) * self.finish
+        )  # fmt: skip
+        if self.shown_finish is None:
+            self.shown_finish = self.finish
+            return max(self.shown_finish - now, 0.0), False
+        shown = max(self.shown_finish - now, 0.0)
+        self.above = self.above + 1 if raw > REVISE_ABOVE * max(shown, 1.0) else 0
+        revised = self.above >= REVISE_AFTER
+        if revised:
+            self.shown_finish, self.above = max(self.finish, finish), 0
+        else:
+            self.shown_finish = min(self.shown_finish, self.finish)
+        return max(self.shown_finish - now, 0.0), revised
 
 
 class SweepProgress:
@@ -54,6 +108,7 @@ class SweepProgress:
         self.done_at_start = self.finished()
         self.last_count = len(self.done_at_start)
         self.measured: dict[str, float | None] = {}
+        self.time_left = TimeLeft()
 
     def finished(self) -> set[str]:
         return {path for path in self.cells if os.path.exists(path)}
@@ -81,24 +136,30 @@ class SweepProgress:
             return None
         return work / (spent / elapsed)
 
-    def line(self) -> str | None:
-        """The progress line, or None when no cell finished since the last one."""
+    def raw_left(self) -> float | None:
+        """The unsmoothed time left (``seconds_left`` of the cells done now)."""
+        return self.seconds_left(self.finished())
+
+    def line(self) -> str:
+        """The progress line: cells done, the time since the start and the time left."""
         done = self.finished()
-        if len(done) == self.last_count:
-            return None
         self.last_count = len(done)
         total = len(self.cells)
-        text = f"bnnsweep: {len(done)}/{total} cells done ({100 * len(done) // total}%)"
-        left = self.seconds_left(done) if len(done) < total else None
-        if left is not None:
-            text += f", about {format_seconds(left)} left"
+        now = self.clock()
+        text = (
+            f"bnnsweep: {len(done)}/{total} cells done ({100 * len(done) // max(total, 1)}%) "
+            f"in {format_seconds(now - self.start)}"
+        )
+        if len(done) < total:
+            left, revised = self.time_left.update(now, self.seconds_left(done))
+            if left is not None:
+                text += f", about {format_seconds(left)} left"
+                text += " (revised up: slower cells than planned)" if revised else ""
         return text
 
     def run(self, interval: float, stop: threading.Event) -> None:
         while not stop.wait(interval):
-            text = self.line()
-            if text is not None:
-                self.write(text)
+            self.write(self.line())
             if self.last_count == len(self.cells):
                 return
 
@@ -121,10 +182,67 @@ def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
 
 def start_sweep_progress(cells: dict, write, interval: float = 30.0) -> threading.Event:
     """Start the reporting thread (a daemon) for {cell file: Cell}, a line every ``interval``
-    seconds (environment variable ``BNNSWEEP_PROGRESS_SECONDS``) when the count changed;
+    seconds (environment variable ``BNNSWEEP_PROGRESS_SECONDS``) until every cell is done;
     setting the returned event stops it."""
     interval = float(os.environ.get("BNNSWEEP_PROGRESS_SECONDS", interval))
     stop = threading.Event()
     progress = SweepProgress(cell_estimates(cells), write)
     threading.Thread(target=progress.run, args=(interval, stop), daemon=True).start()
     return stop
+
+
+SLOWEST = 3
+"""How many of the slowest cells the summary names."""
+NOT_FITTED = "missing"
+
+
+def summary(cells: dict, results_dir: str, facts=cell_facts) -> list[str]:
+    """The closing report of a sweep, as lines: for the sweep's cells ({key: Cell}, the file
+    of each ``results_dir/<key>.nc``, as ``sweep.cell_index`` gives them), per method label the
+    cells by status (``ok``, ``not_converged``, ``diverged``, and ``missing``: no cell file,
+    its fit failed or did not run), the ``SLOWEST`` cells by fit time, and the figure and
+    table files under ``results_dir/<experiment>/``."""
+    counts: dict[str, dict[str, int]] = {}
+    times: list[tuple[float, str]] = []
+    for key, cell in cells.items():
+        path = f"{results_dir}/{key}.nc"
+        found = facts(path) if os.path.exists(path) else None
+        status = NOT_FITTED if found is None else found[0]
+        by_status = counts.setdefault(cell.method, {})
+        by_status[status] = by_status.get(status, 0) + 1
+        if found is not None:
+            times.append((found[1], path))
+    statuses = ["ok", "not_converged", "diverged", NOT_FITTED]
+    statuses += sorted({s for c in counts.values() for s in c} - set(statuses))
+    width = max([len(m) for m in counts] + [6])
+    lines = [f"bnnsweep: {len(cells)} cells of {len({c.experiment for c in cells.values()})} "
+             "experiments"]  # fmt: skip
+    lines.append("  " + "method".ljust(width) + "".join(f"{s:>15}" for s in statuses))
+    for method in sorted(counts):
+        row = "".join(f"{counts[method].get(s, 0):>15}" for s in statuses)
+        lines.append("  " + method.ljust(width) + row)
+    if times:
+        lines.append("slowest cells (fit time):")
+        for seconds, path in sorted(times, reverse=True)[:SLOWEST]:
+            lines.append(f"  {format_seconds(seconds):>8}  {path}")
+    outputs = sorted(
+        str(f)
+        for experiment in sorted({c.experiment for c in cells.values()})
+        for folder in ("figures", "tables")
+        for f in (Path(results_dir) / experiment / folder).glob("*")
+        if f.suffix in (".png", ".pdf", ".svg", ".md")
+    )
+    if outputs:
+        lines.append(f"figures and tables ({len(outputs)}):")
+        lines += [f"  {f}" for f in outputs]
+    lines.append("report: snakemake --report report.html (every figure with its caption)")
+    return lines
+
+
+def print_summary(cells: dict, results_dir: str, write) -> None:
+    """``summary`` of {key: Cell}, each line to ``write``; never raises."""
+    try:
+        for text in summary(cells, results_dir):
+            write(text)
+    except Exception as err:  # noqa: BLE001 - a summary is never worth a failed sweep
+        write(f"bnnsweep: no summary ({err})")
