@@ -69,8 +69,9 @@ def test_an_experiment_without_results_is_not_run(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     frame = claims_frame(results, config_dir(tmp_path, "exp", "tecator", "laplace"))
-    assert len(frame) and (frame["verdict"] == "not run").sum() == 2  # thesis + paper 000
-    row = frame[frame["verdict"] == "not run"].iloc[0]
+    mine = frame[frame["experiment"] == "exp"]
+    assert len(mine) == 2 and (mine["verdict"] == "not run").all()  # thesis + paper 000
+    row = mine.iloc[0]
     assert row["ours"] == f"not run (config {tmp_path / 'config' / 'mine.yaml'})"
     assert math.isnan(row["ours_mean"])
 
@@ -159,3 +160,44 @@ def test_cli_writes_markdown_and_csv(tmp_path, capsys):
 
     csv = pd.read_csv(tmp_path / "claims.csv")
     assert set(csv["experiment"]) == {"exp"} and len(csv) == 2
+
+
+def test_pooled_experiments_make_one_row(tmp_path, monkeypatch):
+    """A claim over several experiments (a paper's average over datasets our configs split
+    into experiments) pools their runs; an experiment without results is named."""
+    from bnnsweep.claims import registry
+
+    claim = Claim(
+        "paper t", "sec. 9", "test_rmse pooled", 2.0, metric("test_rmse", pooled=True),
+        experiments=("e1", "e2"), pool_experiments=True, show_sd=True,
+    )  # fmt: skip
+    monkeypatch.setattr(registry, "_REGISTRY", [claim])
+    monkeypatch.setattr(registry, "registered", lambda: [claim])
+    import bnnsweep.claims.table as table
+
+    monkeypatch.setattr(table, "registered", lambda: [claim])
+    results = tmp_path / "results"
+    write_merged(results, "e1", "tecator", "laplace", (1.0, 2.0))
+    configs = tmp_path / "config"
+    configs.mkdir()
+    (configs / "c.yaml").write_text(
+        "experiments:\n  e1: {datasets: [tecator], methods: {laplace: {}}}\n"
+        "  e2: {datasets: [yacht], methods: {laplace: {}}}\n"
+    )
+    (row,) = claims_frame(results, configs).to_dict("records")
+    assert row["experiment"] == "e1 + e2" and row["n_runs"] == 2
+    assert row["data"] == "tecator (not run: e2)" and row["ours_mean"] == pytest.approx(1.5)
+    write_merged(results, "e2", "yacht", "laplace", (3.0,))
+    (row,) = claims_frame(results, configs).to_dict("records")
+    assert row["n_runs"] == 3 and row["ours_mean"] == pytest.approx(2.0)
+    assert row["ours"] == "2 ± 0.58 (s.d. 1)" and row["data"] == "tecator, yacht"
+    assert outcome(row["verdict"]) == "reproduced"
+
+
+def test_paper004_claims_take_their_numbers_from_published():
+    from bnnsweep.figures.published import PAPER004_SUMMARY
+
+    mine = [c for c in registered() if c.paper == "paper 004" and c.where.startswith("sec. 6")]
+    assert sorted(c.published for c in mine) == sorted(v for v, _ in PAPER004_SUMMARY.values())
+    text = [c for c in mine if "text sets" in c.quantity]
+    assert all(c.experiments == ("adf004_text", "adf004_text_standin") for c in text)

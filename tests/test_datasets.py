@@ -55,7 +55,10 @@ OTHER_SHAPES = {
 }
 # classification and count sets of the ADF methods (tested in test_adf_datasets.py)
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",
-            "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class")  # fmt: skip
+            "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class",
+            "news_comp_hw", "news_elec_med", "spam_d0", "spam_d1", "reuters_i8", "reuters_i6",
+            "text_standin", "mnist_standin", "bike_sharing_standin")  # fmt: skip
+# (the paper 004 text sets and stand-ins are tested in test_adf_paper004.py)
 # data of the thesis's other models (chs. 1-4, 6.5), tested beside their methods
 THESIS_SETS = ("bars_4x4", "bm_random_10", "bm_two_point", "crabs_ripley", "digits_binary",
                "galland_6bit", "ica_images", "ica_toy", "pima_ripley", "sbn_random_246",

@@ -51,9 +51,14 @@ def data_shape(dataset: str, split: str) -> tuple[int, int, int, int]:
 
 @cache
 def _split_shapes(dataset: str) -> dict[str, tuple[int, int, int, int]]:
-    """``data_shape`` of every split of a dataset (shapes only are kept, not the arrays)."""
+    """``data_shape`` of every split of a dataset (shapes only are kept, not the arrays); a
+    dataset whose metadata give its ``split_shape`` (one for every split) is not loaded."""
     from . import datasets
+    from .datasets.registry import entry
 
+    known = entry(dataset)
+    if "split_shape" in known.metadata:  # data downloaded on first use: planned without it
+        return {name: tuple(known.metadata["split_shape"]) for name in known.split_names}
     loaded = datasets.load(dataset)
     return {
         name: (s.x_train.shape[0], s.n_inputs, s.n_outputs, s.x_test.shape[0])

@@ -14,8 +14,9 @@ SEVERITY = {"ok": 0, "not_converged": 1, "diverged": 2}
 EVIDENCE_KINDS = ("none", "lower_bound", "laplace", "chain", "exact", "approximation")
 """How ``log_evidence`` was obtained; ``approximation`` is an estimate that is neither a bound
 nor exact (a Boltzmann machine's mean-field F = L+ - L-, thesis eqs. 4.12-4.15)."""
-LIKELIHOODS = ("gaussian", "probit", "softmax", "poisson", "none")
-"""``none``: a method whose answer is not a prediction at test points (an ensemble of random
+LIKELIHOODS = ("gaussian", "probit", "softmax", "poisson", "gaussian_rounded", "none")
+"""``gaussian_rounded``: counts predicted by a rounded Gaussian (paper 004's baseline), scored as
+counts. ``none``: a method whose answer is not a prediction at test points (an ensemble of random
 networks, a density over binary patterns, thesis chs. 2-4 and 6.5); its predictions are
 empty, shape (0, P), and its numbers are in ``traces`` and ``diagnostics``."""
 

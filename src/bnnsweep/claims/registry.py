@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,9 @@ class Claim:
     whose datasets and method labels contain ``dataset`` and ``label``). The verdict is
     *within* when |ours - published| <= ``within_se`` combined standard errors, or, for a
     single run (no s.e.), when it is within ``tolerance`` (absolute; NaN: no verdict).
+    ``pool_experiments``: the runs of all ``experiments`` make one row (a paper's average
+    over datasets that our configs split into experiments), else each experiment its own.
+    ``show_sd``: our s.d. over runs is shown too (the paper prints an s.d., not an s.e.).
     """
 
     paper: str
@@ -65,7 +68,8 @@ class Claim:
     published_se: float = float("nan")
     within_se: float = 3.0
     tolerance: float = float("nan")
-    key: str = field(default="")
+    pool_experiments: bool = False
+    show_sd: bool = False
 
     def __post_init__(self) -> None:
         if not self.experiments and not (self.dataset and self.label):

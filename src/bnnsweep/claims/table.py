@@ -93,8 +93,11 @@ def _runs(path: Path) -> pd.DataFrame:
     return results_frame(load_merged(path))
 
 
-def claim_rows(claim: Claim, experiment: str, configs: str, runs: pd.DataFrame | None) -> list:
-    """The table rows of one claim in one experiment (``runs`` None: no merged file)."""
+def claim_rows(
+    claim: Claim, experiment: str, configs: str, runs: pd.DataFrame | None, missing=()
+) -> list:
+    """The table rows of one claim in one experiment, or several pooled (``runs`` None: no
+    merged file; ``missing``: pooled experiments without one, named in the data column)."""
     base = {
         "paper": claim.paper,
         "where": claim.where,
@@ -120,11 +123,16 @@ def claim_rows(claim: Claim, experiment: str, configs: str, runs: pd.DataFrame |
         data = ", ".join(ours.datasets)
         if stand_ins:
             data = f"STAND-IN ({', '.join(stand_ins)}): " + data
+        if missing:
+            data += f" (not run: {', '.join(missing)})"
+        shown = _number(ours.mean, ours.se)
+        if claim.show_sd and math.isfinite(ours.sd):
+            shown += f" (s.d. {ours.sd:.3g})"
         rows.append(
             {
                 **base,
                 "setting": ours.setting,
-                "ours": _number(ours.mean, ours.se),
+                "ours": shown,
                 "n_runs": ours.n,
                 "verdict": verdict(claim, ours, bool(stand_ins)),
                 "data": data,
@@ -186,14 +194,18 @@ def claims_frame(
                     "ours_se": math.nan,
                 }  # fmt: skip
             )
-        for experiment in mine:
-            if experiment not in runs_of:
-                path = results_dir / experiment / "merged.nc"
-                runs_of[experiment] = _runs(path) if path.is_file() else None
-            configs = (
-                " or ".join(configured[experiment].configs) if experiment in configured else ""
+        for group in [mine] if claim.pool_experiments and mine else [[e] for e in mine]:
+            for experiment in group:
+                if experiment not in runs_of:
+                    path = results_dir / experiment / "merged.nc"
+                    runs_of[experiment] = _runs(path) if path.is_file() else None
+            present = [runs_of[e] for e in group if runs_of[e] is not None]
+            runs = pd.concat(present, ignore_index=True) if present else None
+            missing = [e for e in group if runs_of[e] is None] if present else []
+            configs = " or ".join(
+                dict.fromkeys(c for e in group if e in configured for c in configured[e].configs)
             )
-            rows.extend(claim_rows(claim, experiment, configs, runs_of[experiment]))
+            rows.extend(claim_rows(claim, " + ".join(group), configs, runs, missing))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

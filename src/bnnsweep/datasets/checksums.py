@@ -20,9 +20,19 @@ def sha256_file(path: str | Path) -> str:
     return file_digest(path, "sha256")
 
 
+GIT_BLOB_SHA1 = "git-blob-sha1"
+"""The SHA-1 git gives a file's content (its blob id: SHA-1 of ``blob <size>\\0`` and the
+bytes), for data pinned by a repository's commit tree."""
+
+
 def file_digest(path: str | Path, algorithm: str) -> str:
-    """Hex digest of the file at ``path`` with ``hashlib`` algorithm ``algorithm``."""
-    digest = hashlib.new(algorithm)
+    """Hex digest of the file at ``path`` with ``hashlib`` algorithm ``algorithm``, or its git
+    blob id when ``algorithm`` is :data:`GIT_BLOB_SHA1`."""
+    if algorithm == GIT_BLOB_SHA1:
+        digest = hashlib.sha1(usedforsecurity=False)
+        digest.update(f"blob {Path(path).stat().st_size}\0".encode())
+    else:
+        digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)

@@ -55,7 +55,7 @@ def fetch(
     manual = (
         f"Download {url} by other means and save it as {target} "
         f"(expected {algorithm} {expected}), or set {DATA_DIR_ENV} to a folder holding "
-        f"{target.name}."
+        f"{dest if not Path(dest).is_absolute() else target.name}."
     )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

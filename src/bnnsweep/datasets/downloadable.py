@@ -25,6 +25,7 @@ from .classes import random_splits
 from .download import cache_path, fetch
 from .generated import unstandardised_split
 from .registry import register
+from .uci import n_train_of
 
 MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/{name}"
 MNIST_MD5 = {
@@ -35,15 +36,37 @@ MNIST_MD5 = {
 }
 
 
-def read_idx(path) -> np.ndarray:
-    """An IDX array (the MNIST format: big-endian dims after a magic number), gunzipped."""
-    raw = gzip.decompress(path.read_bytes())
+def parse_idx(gzipped: bytes, where) -> np.ndarray:
+    """An IDX array (the MNIST format: big-endian dims after a magic number) from the bytes of
+    a gzipped IDX file; ``where`` names the source in errors."""
+    try:
+        raw = gzip.decompress(gzipped)
+    except (OSError, EOFError) as err:
+        raise DatasetError(f"{where}: not a gzipped IDX file ({err})") from None
+    if len(raw) < 4 or raw[:2] != b"\0\0":
+        raise DatasetError(f"{where}: not an IDX file (bad magic number)")
     ndim = raw[3]
     shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if raw[2] != 0x08 or data.size != int(np.prod(shape)):
-        raise DatasetError(f"{path}: not an unsigned-byte IDX file of shape {shape}")
+        raise DatasetError(f"{where}: not an unsigned-byte IDX file of shape {shape}")
     return data.reshape(shape)
+
+
+def read_idx(path) -> np.ndarray:
+    """:func:`parse_idx` of the file at ``path``."""
+    return parse_idx(path.read_bytes(), path)
+
+
+def mnist_arrays(images: np.ndarray, labels: np.ndarray, where) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs (pixels / 255, one row per image) and labels (one column) of an IDX image array
+    (n, rows, cols) and its IDX label vector (n,)."""
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels) or labels.max() > 9:
+        raise DatasetError(
+            f"{where}: images {images.shape} and labels {labels.shape} do not make MNIST "
+            "pairs (n x rows x cols images, n digit labels)"
+        )
+    return images.reshape(len(images), -1) / 255.0, labels[:, None].astype(float)
 
 
 def _mnist_part(prefix: str) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +79,7 @@ def _mnist_part(prefix: str) -> tuple[np.ndarray, np.ndarray]:
     y = read_idx(
         fetch(MNIST_URL.format(name=labels), MNIST_MD5[labels], f"mnist/{labels}", algorithm="md5")
     )
-    return x.reshape(len(x), -1) / 255.0, y[:, None].astype(float)
+    return mnist_arrays(x, y, f"MNIST {prefix}")
 
 
 @register(
@@ -70,6 +93,7 @@ def _mnist_part(prefix: str) -> tuple[np.ndarray, np.ndarray]:
         "n_classes": 10,
         "error_measure": "error_rate",
         "download": True,
+        "split_shape": [60000, 784, 1, 10000],
     },
     split_names=["default"],
 )
@@ -87,6 +111,27 @@ BIKE_INPUTS = ("season", "yr", "mnth", "hr", "holiday", "weekday", "workingday",
 BIKE_SPLITS = 10
 
 
+def parse_bike_csv(text: str, where, rows: int | None = BIKE_ROWS) -> dict[str, np.ndarray]:
+    """Inputs ``x`` (the columns ``BIKE_INPUTS``) and counts ``y`` (``cnt``, one column) of
+    the text of a bike-sharing ``hour.csv``; ``rows`` the expected number of rows (None: any)."""
+    header, _, body = text.partition("\n")
+    names = [n.strip() for n in header.split(",")]
+    missing = [n for n in (*BIKE_INPUTS, "cnt") if n not in names]
+    if missing:
+        raise DatasetError(f"{where}: not the bike-sharing hour.csv (columns {missing} missing)")
+    columns = [names.index(n) for n in (*BIKE_INPUTS, "cnt")]
+    try:
+        table = np.loadtxt(io.StringIO(body), delimiter=",", usecols=columns, ndmin=2)
+    except ValueError as err:
+        raise DatasetError(f"{where}: unreadable row ({err})") from None
+    if rows is not None and table.shape[0] != rows:
+        raise DatasetError(f"{where}: expected {rows} rows, got {table.shape[0]}")
+    counts = table[:, -1:]
+    if np.any(counts < 0) or np.any(counts != np.round(counts)):
+        raise DatasetError(f"{where}: cnt must hold non-negative whole counts")
+    return {"x": table[:, :-1], "y": counts}
+
+
 def _bike_table() -> dict[str, np.ndarray]:
     path = cache_path(BIKE_FILE)
     if not path.exists():
@@ -94,16 +139,7 @@ def _bike_table() -> dict[str, np.ndarray]:
             f"bike_sharing needs hour.csv from the UCI archive {BIKE_URL}: unzip it and save "
             f"hour.csv as {path} (or set BNNSWEEP_DATA_DIR to a folder holding {BIKE_FILE})"
         )
-    header, _, body = path.read_text(encoding="ascii").partition("\n")
-    names = [n.strip() for n in header.split(",")]
-    missing = [n for n in (*BIKE_INPUTS, "cnt") if n not in names]
-    if missing:
-        raise DatasetError(f"{path}: not the bike-sharing hour.csv (columns {missing} missing)")
-    columns = [names.index(n) for n in (*BIKE_INPUTS, "cnt")]
-    table = np.loadtxt(io.StringIO(body), delimiter=",", usecols=columns, ndmin=2)
-    if table.shape[0] != BIKE_ROWS:
-        raise DatasetError(f"{path}: expected {BIKE_ROWS} rows, got {table.shape[0]}")
-    return {"x": table[:, :-1], "y": table[:, -1:]}
+    return parse_bike_csv(path.read_text(encoding="ascii"), path)
 
 
 @register(
@@ -119,6 +155,12 @@ def _bike_table() -> dict[str, np.ndarray]:
         "task": "count",
         "error_measure": "mad",
         "download": True,
+        "split_shape": [
+            n_train_of(BIKE_ROWS),
+            len(BIKE_INPUTS),
+            1,
+            BIKE_ROWS - n_train_of(BIKE_ROWS),
+        ],
     },
     split_names=[str(i) for i in range(BIKE_SPLITS)],
 )

@@ -8,7 +8,8 @@
 ``adf_epoch_error``
     test error (error rate, mean absolute deviation or RMSE, as the dataset's task says)
     against epoch, mean +- s.e. over splits, one panel per dataset, from the
-    ``epoch_test_error`` trace of ``pbp``/``ebp`` cells.
+    ``epoch_test_error`` trace of ``pbp``/``ebp`` cells (paper 004 Fig. 2 bottom (b)-(d)). A
+    panel of a stand-in dataset says so in its title, and the figure in red at its foot.
 """
 
 from __future__ import annotations
@@ -127,7 +128,33 @@ def adf_epoch_error(ds: xr.Dataset) -> Figure:
             measure = dataset_meta(dataset).get("error_measure", "")
             ax.set_xlabel("epoch")
             ax.set_ylabel(ERROR_LABELS.get(measure, "test error"))
-            ax.set_title(dataset, fontsize="small")
+            ax.set_title(dataset_title(dataset), fontsize="small")
             if k == len(datasets) - 1 and ax.lines:
                 ax.legend(fontsize="small", loc="upper right")
+        mark_stand_ins(fig, datasets)
     return fig
+
+
+STAND_IN_NOTE = "STAND-IN data made here, not the paper's: these numbers say nothing about it"
+
+
+def is_stand_in(dataset: str) -> bool:
+    """Whether ``dataset`` is registered as a stand-in (metadata ``stand_in``)."""
+    return bool(dataset_meta(dataset).get("stand_in", False))
+
+
+def dataset_title(dataset: str) -> str:
+    """A panel's title: the dataset's name, marked ``(STAND-IN for ...)`` when it is one."""
+    if not is_stand_in(dataset):
+        return dataset
+    import textwrap
+
+    what = dataset_meta(dataset).get("stands_in_for", "?")
+    return dataset + "\n" + textwrap.fill(f"(STAND-IN for {what})", 44)
+
+
+def mark_stand_ins(fig: Figure, datasets) -> None:
+    """A red line of text across the bottom of ``fig`` when any of ``datasets`` is a stand-in."""
+    if any(is_stand_in(d) for d in datasets):
+        fig.text(0.5, 0.005, STAND_IN_NOTE, ha="center", va="bottom", color="#b00000",
+                 fontsize="small", fontweight="bold")  # fmt: skip

@@ -11,6 +11,9 @@ as a DataFrame.
 Beside them, each other label's paired difference to the dataset's first PBP label (the
 reference; :mod:`._paired`): mean ± s.e. over the splits of (label - reference) per split,
 seed and hidden size, which leaves out the split-to-split spread the two methods share.
+
+Under the table, paper 004's own summary (sec. 6: RMSE and log-likelihood averaged over all
+datasets and splits, mean ± s.d.) beside ours over the same pool (:func:`paper004_summary`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from matplotlib.figure import Figure
 
 from ._common import mean_se, new_figure, note_figure, runs_frame, style, usable
 from ._paired import paired_columns
-from .published import references
+from .adf_classification import mark_stand_ins
+from .published import PAPER004_SUMMARY, references
 
 METRICS = ("test_rmse", "test_loglik")
 HIGHER_IS_BETTER = {"test_rmse": False, "test_loglik": True}
@@ -62,6 +66,49 @@ def adf_uci_frame(ds: xr.Dataset) -> pd.DataFrame:
             row["paired_with"] = pd.NA if paired["n_pairs"] is pd.NA else reference
             rows.append({**row, **paired})
     return pd.DataFrame(rows)
+
+
+def paper004_summary(ds: xr.Dataset) -> pd.DataFrame:
+    """Our counterpart of paper 004 sec. 6's summary: per label with a published value, the
+    mean and s.d. of each metric over every usable run (all datasets and splits), beside the
+    paper's mean and s.d. (``PAPER004_SUMMARY``, over its ten sets after 100 epochs)."""
+    runs = usable(runs_frame(ds))
+    rows = []
+    for (group, label, metric), (value, spread) in PAPER004_SUMMARY.items():
+        chosen = runs[runs["method"] == label] if group == "uci" else runs.iloc[:0]
+        if chosen.empty or metric not in chosen:
+            continue
+        values = chosen[metric].to_numpy(float)
+        values = values[values == values]
+        rows.append(
+            {
+                "method": label,
+                "metric": metric,
+                "n_runs": len(values),
+                "n_datasets": chosen["dataset"].nunique(),
+                "mean": values.mean(),
+                "sd": values.std(ddof=1) if len(values) > 1 else float("nan"),
+                "paper004_mean": value,
+                "paper004_sd": spread,
+            }  # fmt: skip
+        )
+    return pd.DataFrame(rows)
+
+
+def _summary_line(ds: xr.Dataset) -> str:
+    summary = paper004_summary(ds)
+    if summary.empty:
+        return ""
+    parts = [
+        f"{r.method} {r.metric.removeprefix('test_')} {r.mean:.3g} ± {r.sd:.3g} "
+        f"(paper 004: {r.paper004_mean:g} ± {r.paper004_sd:g})"
+        for r in summary.itertuples()
+    ]
+    n_sets = int(summary["n_datasets"].max())
+    return (
+        f"Over all datasets and splits, mean ± s.d. ({n_sets} sets here; paper 004 sec. 6: ten "
+        "sets, 100 epochs): " + "; ".join(parts)
+    )
 
 
 def _cell(mean: float, se: float) -> str:
@@ -144,4 +191,9 @@ def adf_uci_table(ds: xr.Dataset) -> Figure:
             "\npaired: mean ± s.e. of the per-split difference",
             fontsize=9,
         )
+        if line := _summary_line(ds):
+            import textwrap
+
+            fig.text(0.5, 0.03, textwrap.fill(line, 160), ha="center", va="bottom", fontsize=8)
+        mark_stand_ins(fig, list(frame["dataset"]))
     return fig

@@ -166,3 +166,23 @@ def format_references(dataset: str, method: str) -> str:
         values = "; ".join(f"{ref.value:g} ({ref.short})" for ref in refs)
         parts.append(f"{metric}: {values}")
     return " / ".join(parts)
+
+
+# Paper 004 sec. 6: its own summaries, mean +- s.d. over datasets and splits (100 epochs):
+# (group of datasets, method label of config/adf_paper004.yaml / uci_adf_paper004.yaml,
+# metric) -> (mean, printed spread). "uci": the ten UCI regression sets of HL&A 2015 (one
+# hidden layer, 50 units; 100 for protein and Year Prediction); "text": the six binary text
+# sets (120 units); "bike": bike sharing, ten splits (100 units; the printed +- after the
+# log-likelihoods, 0.03 and 0.04, is not said to be an s.d. or an s.e.).
+PAPER004_SUMMARY = {
+    ("uci", "pbp", "test_rmse"): (2.65, 2.81),
+    ("uci", "ebp", "test_rmse"): (3.87, 4.03),
+    ("uci", "pbp", "test_loglik"): (-1.34, 2.15),
+    ("uci", "ebp", "test_loglik"): (-2.11, 2.20),
+    ("text", "pbp", "test_error_rate"): (0.07, 0.06),
+    ("text", "ebp", "test_error_rate"): (0.27, 0.12),
+    ("text", "pbp", "test_loglik"): (-0.33, 0.45),
+    ("text", "ebp", "test_loglik"): (-0.50, 0.15),
+    ("bike", "pbp", "test_loglik"): (-3.2108, 0.03),
+    ("bike", "pbp_gaussian_rounded", "test_loglik"): (-5.12, 0.04),
+}

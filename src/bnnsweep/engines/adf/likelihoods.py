@@ -166,3 +166,28 @@ def poisson_nb_log_z(nu, psi, y):
 def negative_binomial_mode(nu, psi):
     """Mode of NB(e^nu, psi): floor((1 - psi) e^nu) when psi < 1, else 0 (paper 004 sec. 4)."""
     return jnp.where(psi < 1.0, jnp.floor((1.0 - psi) * jnp.exp(nu)), 0.0)
+
+
+# ---- the Gaussian-rounded baseline for counts (paper 004 sec. 6) ---------------------------
+
+
+def rounded_gaussian_logpmf(y, mean, var):
+    """ln P(Y = y) for the count Y = max(0, round(G)), G ~ N(mean, var): the predictive of
+    Gaussian regression whose predictions are rounded (paper 004 sec. 6's baseline), a
+    distribution over counts to set beside the negative binomial. P(Y = 0) = Phi((0.5 - mean)
+    / sd), P(Y = k) = Phi((k + 0.5 - mean) / sd) - Phi((k - 0.5 - mean) / sd); the difference is
+    taken in the tail where both terms are small, so that it keeps its digits far from the
+    mean. For var >> 1 it is the Gaussian density at y to O(1 / var)."""
+    sd = jnp.sqrt(var)
+    upper = (y + 0.5 - mean) / sd
+    lower = jnp.where(y <= 0, -jnp.inf, (y - 0.5 - mean) / sd)
+    flip = lower > 0  # both in the upper tail: P = Phi(-lower) - Phi(-upper)
+    hi = jnp.where(flip, -lower, upper)
+    lo = jnp.where(flip, -upper, lower)
+    log_hi = log_probit(hi)
+    return log_hi + jnp.log1p(-jnp.exp(log_probit(lo) - log_hi))
+
+
+def rounded_count(mean):
+    """The count a rounded Gaussian predicts: the nearest non-negative whole number."""
+    return jnp.maximum(jnp.round(mean), 0.0)

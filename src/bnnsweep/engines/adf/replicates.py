@@ -12,7 +12,7 @@ from ...jax_runtime import jax, jnp, key_from_rng
 from ...method_base import FitResult
 from ...metrics import discrete_metrics, regression_metrics, unstandardise
 from . import likelihoods as lik
-from .choices import n_outputs
+from .choices import filter_likelihood, n_outputs
 from .filter import FilterConfig, FilterState, batched_output_moments, compiled_epoch
 from .network import Architecture
 from .updates import PriorSites
@@ -21,6 +21,12 @@ from .updates import PriorSites
 def n_classes_of(splits: list[Split]) -> int:
     """Number of classes: the largest label over the splits plus one (labels are 0..C-1)."""
     return int(max(max(s.y_train.max(), s.y_test.max()) for s in splits)) + 1
+
+
+def _scale(y: np.ndarray) -> np.ndarray:
+    """Standard deviation of each target column, 1 where a column does not vary."""
+    sd = y.std(axis=0)
+    return np.where(sd > 0, sd, 1.0)
 
 
 # ---- the batched run ------------------------------------------------------------------------
@@ -51,7 +57,7 @@ class ADF:
         n_out = n_outputs(self.likelihood, self.n_classes, n_targets)
         self.arch = Architecture((n_in, *settings.hidden_widths, n_out))
         self.config = FilterConfig(
-            likelihood=self.likelihood,
+            likelihood=filter_likelihood(self.likelihood),
             fixed_variance=self.ebp,
             softmax_bound=settings.softmax_approximation == "bound",
             mc_samples=int(settings.mc_samples),
@@ -63,9 +69,18 @@ class ADF:
         n_max = int(self.n_train.max())
         x = np.zeros((R, n_max, n_in))
         y = np.zeros((R, n_max, n_targets))
+        # the Gaussian-rounded baseline regresses the counts standardised with the training
+        # mean and s.d. (as PBP regresses every target, HL&A 2015 sec. 5)
+        self.rounded = self.likelihood == "gaussian_rounded"
+        self.count_mean = np.array([s.y_train.mean(axis=0) for s in splits])
+        self.count_scale = np.array([_scale(s.y_train) for s in splits])
         for r, s in enumerate(splits):
             x[r, : self.n_train[r]] = s.x_train
-            y[r, : self.n_train[r]] = s.y_train
+            y[r, : self.n_train[r]] = (
+                (s.y_train - self.count_mean[r]) / self.count_scale[r]
+                if self.rounded
+                else s.y_train
+            )
         self.x, self.y = jnp.asarray(x), jnp.asarray(y)
         self.n_test = np.array([s.x_test.shape[0] for s in splits])
         x_test = np.zeros((R, int(self.n_test.max()), n_in))
@@ -138,6 +153,12 @@ class ADF:
             var = psi + float(self.host_state().noise_var[r])
             logpred = -0.5 * (np.log(2 * np.pi * var) + (y - nu) ** 2 / var)
             return {"mean": nu, "var": var, "logpred": logpred.sum(axis=-1)}
+        if name == "gaussian_rounded":  # back to counts, then rounded (paper 004 sec. 6)
+            m, scale = self.count_mean[r], self.count_scale[r]
+            mean = nu * scale + m
+            var = (psi + float(self.host_state().noise_var[r])) * scale**2
+            logpred = np.asarray(lik.rounded_gaussian_logpmf(y, mean, var)).sum(axis=-1)
+            return {"mean": np.asarray(lik.rounded_count(mean)), "var": var, "logpred": logpred}
         if name == "poisson":
             mode = np.asarray(lik.negative_binomial_mode(nu, psi))
             var = np.exp(nu) + psi * np.exp(2.0 * nu)
@@ -261,7 +282,8 @@ class ADF:
                 "ok", "rejected updates: " + ", ".join(f"{k} {v}" for k, v in rejected.items())
             )
         visits = int(s.epochs * self.n_train[r])
-        fit_ratio = train_rmse_ratio(train["mean"], split.y_train) if gaussian else None
+        fits_mean = gaussian or self.rounded
+        fit_ratio = train_rmse_ratio(train["mean"], split.y_train) if fits_mean else None
         result.diagnostics.update(
             rejected_weight_update_share=counts["rejected_weight_updates"] / visits,
             train_rmse_ratio=float("nan") if fit_ratio is None else fit_ratio,
