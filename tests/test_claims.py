@@ -134,6 +134,8 @@ def test_metric_groups_by_axes_and_pools_on_request():
     (pooled,) = metric("test_rmse", pooled=True)(runs)
     assert pooled.mean == pytest.approx(2.0) and pooled.n == 3  # the diverged run left out
     assert pooled.se == pytest.approx(np.std([1.0, 2.0, 3.0], ddof=1) / np.sqrt(3))
+    runs.loc[0, "status"] = "not_converged"  # counted, and said
+    assert [o.not_ok for o in metric("test_rmse")(runs)] == [1, 0]
 
 
 def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys):

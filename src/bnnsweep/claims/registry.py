@@ -30,7 +30,9 @@ gives one value per combination present, so that runs of different sizes are nev
 class Ours:
     """Our value of a claim over a group of runs: mean, standard error over the runs (sample
     s.d. / sqrt(n), NaN for one run), ``n`` runs, the ``datasets`` they used and ``setting``,
-    the group's axis values (e.g. ``hidden=8``; empty when there is one group)."""
+    the group's axis values (e.g. ``hidden=8``; empty when there is one group); ``not_ok``
+    how many of the runs are ``not_converged`` (they count, as in the figures; diverged runs
+    do not)."""
 
     mean: float
     se: float
@@ -38,6 +40,7 @@ class Ours:
     datasets: tuple[str, ...]
     setting: str = ""
     sd: float = float("nan")
+    not_ok: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ def usable_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"] != "diverged"] if "status" in runs else runs
 
 
-def summary(values: Sequence[float], datasets, setting: str = "") -> Ours:
+def summary(values: Sequence[float], datasets, setting: str = "", not_ok: int = 0) -> Ours:
     """Mean, s.e. and s.d. of the finite ``values`` (NaN when there are none)."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
@@ -117,7 +120,7 @@ def summary(values: Sequence[float], datasets, setting: str = "") -> Ours:
     mean = float(np.mean(x)) if n else float("nan")
     sd = float(np.std(x, ddof=1)) if n > 1 else float("nan")
     se = sd / math.sqrt(n) if n > 1 else float("nan")
-    return Ours(mean, se, n, tuple(sorted({str(d) for d in datasets})), setting, sd)
+    return Ours(mean, se, n, tuple(sorted({str(d) for d in datasets})), setting, sd, not_ok)
 
 
 def _groups(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -154,7 +157,10 @@ def metric(
         if chosen.empty or name not in chosen:
             return []
         groups = [("", chosen)] if pooled else _groups(chosen)
-        return [summary(g[name], g["dataset"], setting) for setting, g in groups]
+        return [
+            summary(g[name], g["dataset"], setting, int((g.get("status", "ok") != "ok").sum()))
+            for setting, g in groups
+        ]
 
     return measure
 

@@ -128,6 +128,8 @@ def claim_rows(
         shown = _number(ours.mean, ours.se)
         if claim.show_sd and math.isfinite(ours.sd):
             shown += f" (s.d. {ours.sd:.3g})"
+        if ours.not_ok:
+            shown += f" [{ours.not_ok} of {ours.n} not_converged]"
         rows.append(
             {
                 **base,
