@@ -27,6 +27,11 @@ TINY = {
     "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
     "ltu": {"activation": "sign", "hidden": 3, "outer": 2, "anneal_rate": 0.5},
+    "valleys": {"starts": 6, "start_iter": 200, "newton_iter": 100, "particles": 8,
+                "groups": 2, "temperatures": 50,
+                "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
+                                ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
+                "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},
 }  # fmt: skip
 DATASET = {
     "relu_map": "toy_two_class",

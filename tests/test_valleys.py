@@ -53,11 +53,10 @@ def test_orbit_size_counts_the_stabiliser():
     units, b2 = V._unit_blocks(spec, w)
     dead = units.copy()
     dead[2] = 0.0  # a unit with no weights is fixed by its own sign flip
-    flat = (
-        lambda u: np.concatenate(  # noqa: E731
-            [u[:, :2].ravel(), u[:, 2], u[:, 3:].T.ravel(), b2]
-        )
-    )
+
+    def flat(u):
+        return np.concatenate([u[:, :2].ravel(), u[:, 2], u[:, 3:].T.ravel(), b2])
+
     np.testing.assert_allclose(V._unit_blocks(spec, flat(units))[0], units)
     assert V.orbit_size(spec, flat(dead)) == 2**4 * 24 // 2
     twins = units.copy()

@@ -266,6 +266,8 @@ class Valley:
     log_mass_se: float = float("nan")
     ess: float = float("nan")
     stayed: float = float("nan")  # share of AIS particles that ended in this valley
+    draws: np.ndarray | None = None  # (P, W) the AIS particles' final weights
+    draw_log_weights: np.ndarray | None = None  # (P,) their AIS log weights
 
     @property
     def first_hit(self) -> int:
@@ -370,7 +372,8 @@ def ais_valleys(target, valleys: list[Valley], settings: ValleySettings, rng) ->
         value, se, ess = ais_estimate(log_w[k], settings.groups)
         logdet_l = float(np.sum(np.log(np.diag(chol[k]))))
         v.log_mass, v.log_mass_se, v.ess = value + logdet_l, se, ess
-        v.stayed = _stayed(spec, w_end[k * P : (k + 1) * P], valleys, k)
+        v.draws, v.draw_log_weights = w_end[k * P : (k + 1) * P], log_w[k]
+        v.stayed = _stayed(spec, v.draws, valleys, k)
     return settings.n_grad_evals(len(valleys))
 
 
@@ -399,6 +402,22 @@ def combine(valleys: list[Valley]) -> tuple[float, float]:
     share = np.exp(terms - total)
     se = float(np.sqrt(np.sum((share * np.array([v.log_mass_se for v in done])) ** 2)))
     return total, se
+
+
+def posterior_draws(valleys: list[Valley]) -> tuple[np.ndarray, np.ndarray]:
+    """The AIS particles of the valleys counted in the sum, (N, W), with normalised weights
+    (N,): valley v's share |G v| Z_v / sum times each particle's share of its valley's AIS
+    weights. The images of a valley predict alike, so its particles stand for all of them."""
+    done = [v for v in valleys if np.isfinite(v.log_mass) and v.draws is not None]
+    if not done:
+        return np.zeros((0, 0)), np.zeros(0)
+    terms = np.array([v.log_mass + np.log(v.orbit) for v in done])
+    share = np.exp(terms - np.logaddexp.reduce(terms))
+    weights = []
+    for v, s in zip(done, share, strict=True):
+        w = np.exp(v.draw_log_weights - np.logaddexp.reduce(v.draw_log_weights))
+        weights.append(s * w)
+    return np.concatenate([v.draws for v in done]), np.concatenate(weights)
 
 
 def coverage(valleys: list[Valley], n_starts: int, fraction: float) -> tuple[int, float]:
@@ -476,6 +495,7 @@ def estimate(target, settings: ValleySettings, rng: np.random.Generator, log=Non
             "separated from the others at this temperature schedule",
         )
     result.diagnostics["n_merged_valleys"] = len(left)
+    result.diagnostics["draws"], result.diagnostics["draw_weights"] = posterior_draws(chosen)
     return result
 
 
