@@ -114,6 +114,7 @@ def _draw_dataset(
     offsets = dodge(methods, spacing)
     without_evidence = []
     errors_drawn = []
+    evidence_drawn: list[tuple[float, float]] = []  # (H, ln p(D)) of every point drawn
     for method in methods:
         color = palette[method]
         m_runs = runs[runs["method"] == method]
@@ -134,6 +135,8 @@ def _draw_dataset(
         lone = m_runs[~m_runs["run"].isin(counted["run"])]
         lone = lone[np.isfinite(lone["log_evidence"].to_numpy(float))]
         _scatter(ax_ev, lone["hidden"] + off, lone["log_evidence"], color, "s", True, RUN_SIZE)
+        evidence_drawn += list(zip(counted["hidden"], counted["member_log_evidence"], strict=True))
+        evidence_drawn += list(zip(lone["hidden"], lone["log_evidence"], strict=True))
         if np.isfinite(m_runs["log_evidence"].to_numpy(float)).any():
             _mean_line(ax_ev, m_runs, "log_evidence", off, color)
         elif counted.empty:
@@ -172,11 +175,11 @@ def _draw_dataset(
         note(ax_ev, "no method with a log evidence")
     elif without_evidence:
         ax_ev.text(
-            0.99,
-            0.02,
+            0.01,
+            0.98,
             "no log evidence: " + ", ".join(without_evidence),
-            ha="right",
-            va="bottom",
+            ha="left",
+            va="top",
             transform=ax_ev.transAxes,
             fontsize="x-small",
             color="0.35",
@@ -184,29 +187,67 @@ def _draw_dataset(
     for ax in (ax_ev, ax_err):
         ax.set_xticks(hidden)
         ax.set_xlim(hidden[0] - 0.5 * spacing, hidden[-1] + 0.5 * spacing)
+    _show_the_top(ax_ev, evidence_drawn)
 
 
-def _legend_handles(palette: dict, methods, members: pd.DataFrame, most_seeds: int) -> list[Line2D]:
-    """Legend entries for what a dataset's row draws; ``most_seeds`` is the largest number of
-    runs behind one mean (one: there is no standard error to show)."""
-    handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in methods]
+TOP_SPAN = 150.0
+"""The evidence panel shows the top this many nats (small networks' evidence lies hundreds of
+nats lower and would flatten the hill); the points below are named under the panel."""
+
+
+def _show_the_top(ax, points: list[tuple[float, float]]) -> None:
+    """Limit the evidence axis to the top ``TOP_SPAN`` nats of what was drawn, and say which
+    H have points below it and how low they go."""
+    finite = [(h, y) for h, y in points if np.isfinite(y)]
+    if not finite:
+        return
+    ys = np.array([y for _, y in finite])
+    top = float(ys.max())
+    if top - ys.min() <= TOP_SPAN:
+        return
+    low = top - TOP_SPAN
+    ax.set_ylim(low, top + 0.06 * TOP_SPAN)
+    below = sorted({int(h) for h, y in finite if y < low})
+    lowest = min(y for _, y in finite)
+    ax.text(
+        0.99, 0.02,
+        f"off scale below: H = {', '.join(map(str, below))} (down to {lowest:.0f})",
+        ha="right", va="bottom", transform=ax.transAxes, fontsize="x-small", color="0.35",
+    )  # fmt: skip
+
+
+def _legend_handles(
+    palette: dict, methods, members: pd.DataFrame, most_seeds: int, lone_runs: bool
+) -> list[Line2D]:
+    """Legend entries for what a dataset's row draws, and only those: each method as its
+    mean line, the member markers of the levels drawn (hollow only where some member is not
+    counted), the run square where runs without members are drawn; ``most_seeds`` is the
+    largest number of runs behind one mean (one: there is no standard error to show)."""
+    handles = [
+        Line2D([], [], color=palette[m], marker="D", markeredgecolor="white", label=m)
+        for m in methods
+    ]
     grey = "0.3"
-    for level in sorted(members["level"].unique()) if not members.empty else []:
-        handles.append(
-            Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} in evidence")
-        )
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color=grey,
-                marker="o",
-                markerfacecolor="none",
-                linestyle="",
-                label=f"{level} not counted",
+    for level, group in members.groupby("level", sort=True) if not members.empty else []:
+        counted = group["counted"].to_numpy(bool)
+        if counted.any():
+            handles.append(
+                Line2D([], [], color=grey, marker="o", linestyle="", label=f"{level} in evidence")
             )
-        )
-    handles.append(Line2D([], [], color=grey, marker="s", linestyle="", label="run (per seed)"))
+        if (~counted).any():
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=grey,
+                    marker="o",
+                    markerfacecolor="none",
+                    linestyle="",
+                    label=f"{level} not counted",
+                )  # fmt: skip
+            )
+    if lone_runs:
+        handles.append(Line2D([], [], color=grey, marker="s", linestyle="", label="run (per seed)"))
     mean = "mean ± s.e. over seeds" if most_seeds > 1 else "mean (one seed: no s.e.)"
     handles.append(Line2D([], [], color=grey, marker="D", linestyle="-", label=mean))
     return handles
@@ -319,7 +360,8 @@ def occam_hill(ds: xr.Dataset) -> Figure:
             methods = sorted(d_runs["method"].unique())
             if methods:
                 most_seeds = int(d_runs.groupby(["method", "hidden"]).size().max())
-                handles = _legend_handles(palette, methods, d_members, most_seeds)
+                lone_runs = bool((~d_runs["run"].isin(d_members["run"])).any())
+                handles = _legend_handles(palette, methods, d_members, most_seeds, lone_runs)
                 outside_legend(axes[row, 1], handles, "method / marker")
             framework = _framework_note(ds, d_runs, name)
             if framework:
@@ -328,5 +370,7 @@ def occam_hill(ds: xr.Dataset) -> Figure:
         if notes:  # below the figure: tight_layout leaves it alone, bbox_inches takes it in
             fig.text(0.01, 0.0, "\n\n".join(notes), ha="left", va="top",
                      fontsize="small", family="monospace", color="0.15")  # fmt: skip
-        fig.suptitle("Occam hill: log evidence and test error against hidden units")
+        fig.suptitle(
+            "Log evidence and test error against the number of hidden units (paper 001 figs. 2-3)"
+        )
     return fig
