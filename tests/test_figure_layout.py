@@ -219,20 +219,9 @@ def test_the_sweeps_draw_these_kinds():
     assert {k for k, (_, suffix) in FIGURES.items() if suffix == ".md"} == TABLE_KINDS
 
 
-OCCAM_HILL_REBUILT = pytest.mark.xfail(
-    reason="issue 33: the lead rebuilds occam_hill, whose legend shows `map` as a circle "
-    "(map has no modes: it draws squares and diamonds)",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize(
     "kind",
-    [
-        pytest.param(k, marks=OCCAM_HILL_REBUILT) if k == "occam_hill" else k
-        for k in KINDS
-        if k not in TABLE_KINDS
-    ],
+    [k for k in KINDS if k not in TABLE_KINDS],
 )
 def test_figure_text_is_inside_and_every_legend_entry_is_drawn(kind, request):
     _, ds = _merged(kind, request)

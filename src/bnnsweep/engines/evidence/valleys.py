@@ -10,10 +10,12 @@ v, 2^H H! unless v is fixed by some symmetry: a dead unit, two equal units),
     p(D) = int exp(-E) dw >= sum_v |G v| Z_v,    Z_v = int_{B_v} exp(-E(w)) dw,
 
 with equality when every valley with mass is found. Each Z_v is estimated by annealed
-importance sampling (Neal 2001) from the valley's Laplace Gaussian N(m_v, A_v^-1) to
-exp(-E), along p_beta(z) propto exp(-beta E(m_v + L_v z) - (1 - beta) |z|^2 / 2) in the
-whitened coordinates w = m_v + L_v z, L_v L_v^T = A_v^-1, so that HMC with identity mass in z
-is HMC with the Hessian as mass matrix in w. AIS underestimates ln Z_v in expectation
+importance sampling (Neal 2001) from a Gaussian N(c_v, L_v L_v^T) matched to the valley (the
+mean and covariance of a short HMC run started at the mode; the Laplace Gaussian
+N(m_v, A_v^-1) where the run leaves the valley) to exp(-E), along
+p_beta(z) propto exp(-beta E(c_v + L_v z) - (1 - beta) |z|^2 / 2) in the whitened coordinates
+w = c_v + L_v z, so that HMC with identity mass in z is HMC with that covariance's inverse
+as mass matrix in w. AIS underestimates ln Z_v in expectation
 (Jensen), so the sum stays a lower bound in expectation as long as the particles stay in
 their valley (checked: ``stayed``).
 
@@ -69,6 +71,9 @@ class ValleySettings:
     leapfrog: int = 10  # leapfrog steps per AIS transition
     step: float = 0.3  # initial HMC step in whitened coordinates
     min_stayed: float = 0.9  # a valley whose AIS particles stay less is merged into others
+    pilot_chains: int = 4  # HMC chains per valley placing its AIS start (0: the Laplace)
+    pilot_samples: int = 200  # their draws (after as many burn-in iterations)
+    pilot_inflate: float = 1.2  # the start's scale over the draws' covariance
     coverage_fraction: float = 0.25  # the last share of starts the coverage check looks at
     max_new_share: float = 0.05  # mass share of valleys new in that last share: not_converged
 
@@ -341,21 +346,65 @@ class _ValleyPath:
         raise TypeError("a valley path needs the particle's valley: use phi_aux(theta, z)")
 
 
+def _path(target, n_w: int) -> _ValleyPath:
+    return _program(target, "path", n_w, lambda: _ValleyPath(_energy_fn(target), n_w))
+
+
+def moment_matched_start(target, valleys: list[Valley], settings: ValleySettings, rng):
+    """Each valley's AIS start N(c_v, L_v L_v^T) moved from its Laplace Gaussian to the mean
+    and covariance (times ``pilot_inflate``^2) of a short HMC run in the valley
+    (``pilot_chains`` chains of ``pilot_samples`` draws after as many burn-in iterations, all
+    valleys in one batch, in the Laplace-whitened coordinates). The Laplace Gaussian
+    misplaces a network's valley by nats (its curvature at the mode is not the valley's
+    shape), which leaves AIS weights degenerate; the moment-matched Gaussian is the valley's
+    own scale. A valley whose pilot chains leave it keeps its Laplace start. Returns the
+    centres (V, W), factors (V, W, W) and the gradient evaluations."""
+    from ..mcmc import hmc
+
+    n_w = len(valleys[0].mode)
+    centres = np.stack([v.mode for v in valleys])
+    factors = np.stack([np.linalg.cholesky(np.linalg.inv(v.hessian)) for v in valleys])
+    C, S = settings.pilot_chains, settings.pilot_samples
+    if C == 0 or S < 2:
+        return centres, factors, 0
+    theta = {"m": np.repeat(centres, C, axis=0), "L": np.repeat(factors, C, axis=0)}
+    path = _path(target, n_w)
+    result = hmc.sample(
+        path.potential, 0.5 * rng.standard_normal((len(theta["m"]), n_w)), theta,
+        np.ones(len(theta["m"])), key_from_rng(rng), n_burn=S, n_samples=S,
+        n_leapfrog_burn=settings.leapfrog, n_leapfrog=settings.leapfrog, step_size=settings.step,
+    )  # fmt: skip
+    z = np.asarray(result.samples)  # (S, V C, W)
+    spec = getattr(target, "spec", None)
+    for k in range(len(valleys)):
+        zk = z[:, k * C : (k + 1) * C].reshape(-1, n_w)
+        wk = centres[k] + zk @ factors[k].T
+        check = wk[np.linspace(0, len(wk) - 1, 16).astype(int)]
+        if _stayed(spec, check, valleys, k) < settings.min_stayed:
+            continue
+        cov = np.cov(zk, rowvar=False) * settings.pilot_inflate**2
+        try:
+            root = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            continue
+        centres[k] = centres[k] + factors[k] @ zk.mean(axis=0)
+        factors[k] = factors[k] @ root
+    return centres, factors, int(result.n_grad_evals)
+
+
 def ais_valleys(target, valleys: list[Valley], settings: ValleySettings, rng) -> int:
-    """AIS for every valley of ``valleys`` in one compiled batch (settings.particles each);
-    fills log_mass, log_mass_se, ess and stayed; returns the gradient evaluations."""
+    """AIS for every valley of ``valleys`` in one compiled batch (settings.particles each),
+    from each valley's moment-matched Gaussian; fills log_mass, log_mass_se, ess and stayed;
+    returns the gradient evaluations."""
     if not valleys:
         return 0
     n_w = len(valleys[0].mode)
     P = settings.particles
     program = _program(target, "ais", settings.leapfrog, lambda: ais_program(
-        _ValleyPath(_energy_fn(target), n_w), settings.leapfrog
+        _path(target, n_w), settings.leapfrog
     ))  # fmt: skip
-    chol = [np.linalg.cholesky(np.linalg.inv(v.hessian)) for v in valleys]
-    theta = {
-        "m": np.repeat(np.stack([v.mode for v in valleys]), P, axis=0),
-        "L": np.repeat(np.stack(chol), P, axis=0),
-    }
+    centres, chol, n_pilot = moment_matched_start(target, valleys, settings, rng)
+    theta = {"m": np.repeat(centres, P, axis=0), "L": np.repeat(chol, P, axis=0)}
     z0 = rng.standard_normal((len(valleys) * P, n_w))
     T = settings.temperatures
     fine = (np.arange(T + 1) / T) ** settings.schedule_power
@@ -374,7 +423,7 @@ def ais_valleys(target, valleys: list[Valley], settings: ValleySettings, rng) ->
         v.log_mass, v.log_mass_se, v.ess = value + logdet_l, se, ess
         v.draws, v.draw_log_weights = w_end[k * P : (k + 1) * P], log_w[k]
         v.stayed = _stayed(spec, v.draws, valleys, k)
-    return settings.n_grad_evals(len(valleys))
+    return settings.n_grad_evals(len(valleys)) + n_pilot
 
 
 def _stayed(spec, w_end: np.ndarray, valleys: list[Valley], k: int) -> float:
