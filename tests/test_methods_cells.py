@@ -28,7 +28,7 @@ TINY = {
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
     "ltu": {"activation": "sign", "hidden": 3, "outer": 2, "anneal_rate": 0.5},
     "valleys": {"starts": 6, "start_iter": 200, "newton_iter": 100, "particles": 8,
-                "groups": 2, "temperatures": 50,
+                "groups": 2, "temperatures": 50, "pilot_samples": 20,
                 "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
                                 ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
                 "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},

@@ -100,7 +100,7 @@ class StudentMixture:
 
 def test_valley_sum_recovers_a_known_normaliser_over_seeds():
     target = StudentMixture()
-    settings = V.ValleySettings(starts=48, temperatures=800, particles=32)
+    settings = V.ValleySettings(starts=24, temperatures=300, particles=32, pilot_samples=100)
     hits = 0
     for seed in range(5):
         r = V.estimate(target, settings, np.random.default_rng(seed))
@@ -112,7 +112,7 @@ def test_valley_sum_recovers_a_known_normaliser_over_seeds():
 
 def test_robot_arm_h1_valley_sum_agrees_with_importance_sampling_over_all_images():
     model = robot_arm_model(1)
-    settings = V.ValleySettings(starts=24, temperatures=600, particles=16)
+    settings = V.ValleySettings(starts=12, temperatures=300, particles=32, pilot_samples=100)
     for seed in range(3):
         rng = np.random.default_rng(seed)
         r = V.estimate(model, settings, rng)

@@ -42,6 +42,7 @@ class ValleyEvidenceSettings(ModelSettings):
     mass_window: float = _DEFAULTS.mass_window
     max_valleys: int = _DEFAULTS.max_valleys
     max_new_share: float = _DEFAULTS.max_new_share
+    pilot_samples: int = _DEFAULTS.pilot_samples
 
     def validate(self) -> None:
         super().validate()
@@ -58,7 +59,7 @@ class ValleyEvidenceSettings(ModelSettings):
             starts=self.starts, start_iter=self.start_iter, newton_iter=self.newton_iter,
             particles=self.particles, groups=self.groups, temperatures=self.temperatures,
             leapfrog=self.leapfrog, mass_window=self.mass_window, max_valleys=self.max_valleys,
-            max_new_share=self.max_new_share,
+            max_new_share=self.max_new_share, pilot_samples=self.pilot_samples,
         )  # fmt: skip
 
 

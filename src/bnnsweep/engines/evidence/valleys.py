@@ -534,7 +534,10 @@ def estimate(target, settings: ValleySettings, rng: np.random.Generator, log=Non
             f"{n_new} valleys first found by the last {settings.coverage_fraction:.0%} of "
             f"the starts carry {new_share:.1%} of the mass: more starts would find more",
         )
-    low_ess = [k for k, v in enumerate(chosen) if v.ess < 0.2 * settings.particles]
+    low_ess = [
+        k for k, v in enumerate(chosen)
+        if np.isfinite(v.log_mass) and v.ess < 0.2 * settings.particles
+    ]  # fmt: skip
     if low_ess:
         result.flag("not_converged", f"AIS weights degenerate (ESS < 20%) in valleys {low_ess}")
     if left and not np.isfinite(chosen[0].log_mass):
