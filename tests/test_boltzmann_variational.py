@@ -13,6 +13,7 @@ from bnnsweep.engines.boltzmann import mixture as mx
 from bnnsweep.engines.boltzmann.objective import approximate_log_likelihood
 from bnnsweep.engines.boltzmann.phases import initial_state, phase_machine, run_phase
 from bnnsweep.models import boltzmann as bm
+from bnnsweep.models.binary_states import all_states
 
 
 def _machines(rng, k, n, span=1.0):
@@ -323,3 +324,28 @@ def test_joint_accuracy_scores_against_enumeration():
     three = joint_accuracy(w, b, 3, temps, rng=rng, max_sweeps=60)
     assert three.pair_sq_error.mean() < one.pair_sq_error.mean()
     assert np.all(three.bound <= three.log_partition + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mixture_keeps_both_modes_of_a_symmetric_machine(seed):
+    """A ferromagnet without biases has two modes, all +1 and all -1, of equal weight: the
+    annealed M = 2 mixture (smoothing U(-1, 1) its only symmetry breaking) keeps two live
+    components, one on each mode, with Q(m) = 1/2, and its <s_i s_j> are those of
+    enumeration; the mixing weights of the digits runs (figs. 4.8-4.9) are this update
+    (2.35) on components whose bounds differ by nats."""
+    n = 6
+    weights = bm.symmetric_weights(np.full((n, n), 0.5), bm.fully_connected_mask(n))
+    biases = np.zeros(n)
+    rng = np.random.default_rng(seed)
+    state = mx.init_mixture(np.zeros((2, n)), rng, smoothing_spread=1.0)
+    temperatures = mf.geometric_temperatures(60.0, 1.0, 8)
+    result = mx.mixture_anneal(weights, biases, state, temperatures, max_sweeps=200, tol=1e-10)
+    q = np.exp(result.state.log_mixing)
+    means = result.state.means
+    np.testing.assert_allclose(q, 0.5, atol=1e-3)
+    assert np.all(means[0] * means[1] < 0)  # opposite modes
+    assert np.all(np.abs(means) > 0.9)
+    states = all_states(n, (-1.0, 1.0))
+    p = np.exp(bm.log_potential(states, weights, biases))
+    exact = np.einsum("s,si,sj->ij", p / p.sum(), states, states)
+    np.testing.assert_allclose(mx.mixture_correlations(result.state), exact, atol=0.05)
