@@ -182,6 +182,38 @@ def test_printed_rule_differs_from_the_exact_limit_only_where_the_thesis_pulls_h
     )
 
 
+def test_default_update_is_the_printed_rule_of_table_3_1():
+    """The method's default E-step is the thesis's printed 3.23-3.24 (the update Table 3.1
+    ran): its fits are those of ``update: printed``, bit for bit, and differ from the exact
+    limit's (the ablation) on crabs, over three seeds."""
+    method = get_method("ltu")
+    assert method.settings({}).schedule().rule == "printed"
+    differ = 0
+    for seed in range(3):
+        _, default = _fit(dict(LTU_SMALL, penalty=10), seed)
+        _, printed = _fit(dict(LTU_SMALL, penalty=10, update="printed"), seed)
+        _, exact = _fit(dict(LTU_SMALL, penalty=10, update="exact"), seed)
+        np.testing.assert_array_equal(default.class_probs, printed.class_probs)
+        differ += not np.array_equal(default.class_probs, exact.class_probs)
+    assert differ >= 2
+
+
+def test_printed_rule_is_eq_3_23_by_hand():
+    """sign(a_j + sum_o (v_oj / 2)(t_o - phi_oj)), phi_oj = [sign(c + v) - sign(c - v)] / 2
+    (eqs. 3.23-3.24) on a 1-hidden, 2-output case worked by hand."""
+    from bnnsweep.engines.ltu import printed_log_odds
+
+    a = np.array([0.3, -0.3])
+    v = np.array([1.0, -2.0])
+    t = np.array([[1.0, 1.0], [-1.0, 1.0]])
+    c = np.array([[0.5, 3.0], [-1.5, 1.0]])
+    # pattern 0: phi = (1 - (-1))/2 = 1 and (sign(1) - sign(5))/2 = 0;
+    #   0.3 + 0.5 (1 - 1) - 1.0 (1 - 0) = -0.7
+    # pattern 1: phi = (sign(-0.5) - sign(-2.5))/2 = 0 and (sign(-1) - sign(3))/2 = -1;
+    #   -0.3 + 0.5 (-1 - 0) - 1.0 (1 + 1) = -2.8
+    np.testing.assert_allclose(printed_log_odds(a, c, v, t, 0.0), [-0.7, -2.8])
+
+
 def test_annealing_schedule_is_the_thesis_one():
     temps = annealing_temperatures(1000.0, 0.8, 1e-3)
     assert len(temps) == 62 and temps[0] == 1000.0 and temps[-1] >= 1e-3 > temps[-1] * 0.8
@@ -293,6 +325,8 @@ def test_method_end_to_end_on_crabs():
 def test_thesis_config_validates_and_spans_table_3_1():
     cells = expand(load("config/thesis_ltu.yaml"))
     plain = [c for c in cells if c.method == "ltu"]
+    exact = [c for c in cells if c.method == "ltu_exact"]
+    assert len(exact) == 210 and all(dict(c.settings)["update"] == "exact" for c in exact)
     grid = {(c.dataset, dict(c.axes)["hidden"], dict(c.axes)["penalty"]) for c in plain}
     assert len(plain) == 210 and len(grid) == 21
     assert {s for _, _, s in grid} == {1, 10, 100}

@@ -104,7 +104,7 @@ from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_bound_trace, ica_sources
-from .ltu import ltu_error_table, ltu_error_vs_hidden
+from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
 from .sbn_figures import (
@@ -143,6 +143,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "bm_digits_joint_means": (bm_digits_joint_means, ".png"),
     "ltu_error_table": (ltu_error_table, ".png"),
     "ltu_error_vs_hidden": (ltu_error_vs_hidden, ".png"),
+    "ltu_error_counts": (ltu_error_frame, ".md"),
     "sbn_error_histograms": (sbn_error_histograms, ".png"),
     "sbn_error_vs_components": (sbn_error_vs_components, ".png"),
     "sbn_error_vs_span": (sbn_error_vs_span, ".png"),
