@@ -332,6 +332,30 @@ def ch1_merged_path(tmp_path_factory):
     return tmp / "merged.nc"
 
 
+@pytest.fixture(scope="session")
+def mixture_target_merged_path(tmp_path_factory):
+    """Thesis fig. 5.6: ``vi_mixture_target`` on split kl_asymmetry, two seeds, merged."""
+    from bnnsweep import datasets
+    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.methods import get_method
+    from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
+    from bnnsweep.sweep import Cell
+
+    tmp = tmp_path_factory.mktemp("mixture_target")
+    method = get_method("vi_mixture_target")
+    split = datasets.load("thesis_ch1").split("kl_asymmetry")
+    paths = []
+    for seed in (0, 1):
+        settings = method.settings({"reference_starts": 1})
+        result = method.fit(split, settings, np.random.default_rng(seed), **QUIET)
+        cell = Cell("fig56", "thesis_ch1", "kl_asymmetry", "vi_mixture_target",
+                    "vi_mixture_target", seed, (("components", 2),), {})  # fmt: skip
+        paths.append(tmp / f"{seed}.nc")
+        write_cell_atomic(cell_content(result, split, cell), paths[-1])
+    write_netcdf_atomic(merge_cells(paths), tmp / "merged.nc")
+    return tmp / "merged.nc"
+
+
 # --------------------------------------------------------------------------- ADF (paper 004)
 
 

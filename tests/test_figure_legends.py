@@ -47,6 +47,7 @@ FITTED = {
     "ica_alpha": ("ica_merged", 0),
     "ica_bound_trace": ("ica_merged", 0),
     "ica_sources": ("ica_merged", 0),
+    "mixture_target": ("mixture_target_merged_path", None),
     "bm_correlation_error": ("bm_merged_files", "ens"),
     "bm_galland_iterations": ("bm_merged_files", "gal"),
     "bm_toy_learning": ("bm_merged_files", "toy"),

@@ -1,21 +1,8 @@
 """``vi_mixture``: a mixture of M diagonal Gaussians for q(w) with Gamma hyper-posteriors
 (paper 000 sec. 3.3 and appendices A-C; thesis sec. 5.4.3).
 
-q(w) = sum_m Q(m) q(w | m). The entropy of the mixture is
-H[q] = sum_m Q(m) H[q(w|m)] + I(m; w) (paper 000 eq. 23), and the mutual information is bounded
-below with unnormalised Gaussian smoothing functions r(w | m) = exp(-1/2 (w - rbar_m)^T
-Sigma_r,m^-1 (w - rbar_m)) (diagonal) and parameters lambda_m (eq. 25-26, A.3-A.10):
-
-  I >= sum_m Q(m) <ln r_m>_m - sum_m Q(m) ln Q(m) - sum_{m,m'} Q(m) lambda_m' <r_m'>_m
-       + sum_m Q(m) ln lambda_m + 1,
-
-with <ln r_m>_m = -1/2 [tr(Sigma_q,m Sigma_r,m^-1) + Delta(m)] (A.8) and
-<r_m'>_m = |I + Sigma_q,m Sigma_r,m'^-1|^-1/2 exp(-Delta(m, m') / 2) (A.5-A.7). The optimal
-lambda_m = Q(m) / sum_m' Q(m') <r_m>_m' is substituted in closed form, which leaves
-
-  I* = sum_m Q(m) [<ln r_m>_m - ln sum_m' Q(m') <r_m>_m'],
-
-evaluated in the log domain. It never exceeds -sum Q ln Q <= ln M (A.13).
+q(w) = sum_m Q(m) q(w | m); the bound L = sum_m Q(m) L_m + I* with the mutual-information
+bound I* of Gaussian smoothing functions is ``engines/variational/mixture.py``.
 
 The thesis schedule (sec. 5.4.3 and 5.5.2), the default: fit a one-component model (``vi_gauss``
 diag) from ``restarts`` initialisations and keep the one of largest bound, copy it to M components with 1% multiplicative noise on the means, then repeat: optimise the
@@ -33,6 +20,13 @@ import numpy as np
 
 from ..datasets.base import Split
 from ..engines.variational.hyperposterior import HyperPosterior
+from ..engines.variational.mixture import (
+    MixtureBound,
+    initial_components,
+    initial_smoothing,
+    mixture_sweep,
+    mutual_information_bound,
+)
 from ..method_base import FUNCTION_SAMPLES, FitResult, check_choice, check_positive
 from ..models.vi_family import GaussianFamily
 from . import SCIPY, Method, Work, register
@@ -59,6 +53,8 @@ class VIMixtureSettings(VariationalSettings):
     mixing: str = "fixed"
     init_noise: float = 0.01
     smoothing_scale: float = 10.0
+    start: str = "copies"
+    start_iter: int = 100
 
     method_name = "vi_mixture"
 
@@ -68,106 +64,8 @@ class VIMixtureSettings(VariationalSettings):
         check_positive("components", self.components)
         check_positive("smoothing_scale", self.smoothing_scale)
         check_positive("init_noise", self.init_noise, allow_zero=True)
-
-
-def mutual_information_bound(log_Q, comp, smooth):
-    """I* (module docstring) and its gradients with respect to the component parameters
-    ``comp`` (M, 2W) = [means, ln sd] and the smoothing parameters ``smooth`` (M, 2W) =
-    [rbar, ln sd_r] (paper 000 eq. 26 with lambda at its optimum; derivatives as appendix C)."""
-    M, two_w = comp.shape
-    W = two_w // 2
-    Q = np.exp(log_Q)
-    wbar, s2 = comp[:, :W], np.exp(2.0 * comp[:, W:])
-    rbar, r2 = smooth[:, :W], np.exp(2.0 * smooth[:, W:])
-    own = wbar - rbar
-    t1 = -0.5 * np.sum((s2 + own * own) / r2, axis=1)  # <ln r_m>_m, (M,)
-    d = wbar[:, None, :] - rbar[None, :, :]  # (a, b, W): component a against smoothing b
-    tot = s2[:, None, :] + r2[None, :, :]
-    log_R = -0.5 * np.sum(np.log(tot) - np.log(r2)[None] + d * d / tot, axis=2)  # ln <r_b>_a
-    scores = log_Q[:, None] + log_R
-    # ln sum_a Q(a) <r_b>_a, once: numpy's ufunc reduction (a few us on M x M) in place of
-    # scipy.special's logsumexp and softmax (about 130 us a call in array-API dispatch, a
-    # quarter of a vi_mixture fit, which evaluates this bound some 10^5 times)
-    log_norm = np.logaddexp.reduce(scores, axis=0)
-    value = float(np.sum(Q * (t1 - log_norm)))
-    G = -Q[None, :] * np.exp(scores - log_norm)  # dI*/d ln R[a, b]
-    g_wbar = -Q[:, None] * own / r2 - np.sum(G[..., None] * d / tot, axis=1)
-    g_s2 = -0.5 * Q[:, None] / r2 - 0.5 * np.sum(
-        G[..., None] * (1.0 / tot - d * d / tot**2), axis=1
-    )
-    g_rbar = Q[:, None] * own / r2 + np.sum(G[..., None] * d / tot, axis=0)
-    g_r2 = 0.5 * Q[:, None] * (s2 + own * own) / r2**2 - 0.5 * np.sum(
-        G[..., None] * (1.0 / tot - 1.0 / r2[None] - d * d / tot**2), axis=0
-    )
-    g_comp = np.concatenate([g_wbar, 2.0 * s2 * g_s2], axis=1)
-    g_smooth = np.concatenate([g_rbar, 2.0 * r2 * g_r2], axis=1)
-    extras = {"t1": t1, "log_R": log_R, "log_lambda": log_Q - log_norm}
-    return value, g_comp, g_smooth, extras
-
-
-@dataclass
-class MixtureBound:
-    """L = sum_m Q(m) L_m + I*, with L_m the single diagonal-Gaussian bound of component m
-    (its KL terms counted once because sum Q = 1) (paper 000 eq. 29)."""
-
-    gaussian: GaussianBound
-
-    def components(self, comp, hyper):
-        values, grads = zip(*(self.gaussian.value_and_grad(c, hyper) for c in comp), strict=True)
-        return np.array(values), np.stack(grads)
-
-    def value(self, log_Q, comp, smooth, hyper) -> float:
-        values, _ = self.components(comp, hyper)
-        return float(np.exp(log_Q) @ values + mutual_information_bound(log_Q, comp, smooth)[0])
-
-    def _maximise(self, fun, x0, shape, max_iter, tol):
-        from scipy.optimize import minimize
-
-        count = [0]
-
-        def neg(flat):
-            count[0] += 1
-            value, grad = fun(flat.reshape(shape))
-            if not np.isfinite(value):
-                return np.inf, np.zeros_like(flat)
-            return -value, -grad.ravel()
-
-        start = -neg(x0.ravel())[0]
-        res = minimize(neg, x0.ravel(), jac=True, method="L-BFGS-B",
-                       options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-9, "maxcor": 30})  # fmt: skip
-        if not np.isfinite(res.fun) or -res.fun < start:
-            return x0, count[0]
-        return res.x.reshape(shape), count[0]
-
-    def smoothing_step(self, log_Q, comp, smooth, max_iter, tol):
-        """Optimise r(w | m) with lambda at its optimum: only I* depends on them."""
-
-        def fun(sm):
-            value, _, g_smooth, _ = mutual_information_bound(log_Q, comp, sm)
-            return value, g_smooth
-
-        return self._maximise(fun, smooth, smooth.shape, max_iter, tol)
-
-    def component_step(self, log_Q, comp, smooth, hyper, max_iter, tol):
-        Q = np.exp(log_Q)
-
-        def fun(cm):
-            values, grads = self.components(cm, hyper)
-            mi, g_comp, _, _ = mutual_information_bound(log_Q, cm, smooth)
-            return Q @ values + mi, Q[:, None] * grads + g_comp
-
-        return self._maximise(fun, comp, comp.shape, max_iter, tol)
-
-    def mixing_step(self, log_Q, comp, smooth, hyper):
-        """Q(m) proportional to exp(A_m), A_m = L_m + <ln r_m>_m + ln lambda_m -
-        sum_m' lambda_m' <r_m'>_m: the exact maximiser over Q at the current lambda."""
-        from scipy.special import logsumexp
-
-        values, _ = self.components(comp, hyper)
-        _, _, _, ex = mutual_information_bound(log_Q, comp, smooth)
-        overlap = np.exp(logsumexp(ex["log_lambda"][None, :] + ex["log_R"], axis=1))
-        A = values + ex["t1"] + ex["log_lambda"] - overlap
-        return A - logsumexp(A)
+        check_choice("start", self.start, ("copies", "independent"))
+        check_positive("start_iter", self.start_iter)
 
 
 @dataclass
@@ -203,6 +101,23 @@ def fit_single(bound: MixtureBound, settings: VIMixtureSettings, noise_prior, w0
                         settings.outer_tol)  # fmt: skip
 
 
+def independent_components(gaussian: GaussianBound, settings: VIMixtureSettings, hyper, M: int,
+                           rng) -> tuple[np.ndarray, int]:  # fmt: skip
+    """Paper 000 sec. 4.2's start (``start: independent``): each component from its own random
+    weights (``init_scale``, s.d.s ``init_sd``), ``start_iter`` L-BFGS iterations of its own
+    one-component bound at the hyper-posterior of the best one-component fit; returns the
+    (M, 2W) components and the evaluations used."""
+    net = gaussian.objective.network
+    comp, n_evals = [], 0
+    for _ in range(M):
+        w0 = net.init_weights(rng, 1, settings.init_scale)[0]
+        theta = gaussian.family.pack(w0, settings.init_sd)
+        theta, _, evals, _ = gaussian.maximise(theta, hyper, settings.start_iter, settings.tol)
+        comp.append(theta)
+        n_evals += evals
+    return np.stack(comp), n_evals
+
+
 def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, single: GaussianFit, rng,
                 log=print) -> MixtureFit:  # fmt: skip
     """The thesis schedule from a fitted one-component model ``single`` (left unchanged)."""
@@ -210,30 +125,21 @@ def fit_mixture(bound: MixtureBound, settings: VIMixtureSettings, single: Gaussi
     M = settings.components
     hyper = copy.deepcopy(single.hyper)
     W = gaussian.family.n_weights
-    mean, log_sd = single.theta[:W], single.theta[W:]
-    noise = 1.0 + settings.init_noise * rng.standard_normal((M, W))
-    comp = np.concatenate([mean * noise, np.broadcast_to(log_sd, (M, W))], axis=1)
-    smooth = np.concatenate(
-        [comp[:, :W], np.broadcast_to(log_sd + 0.5 * np.log(settings.smoothing_scale), (M, W))],
-        axis=1,
-    )
-    log_Q = np.full(M, -np.log(M))
     n_evals, trace, mi_trace, converged = 0, [], [], False
+    if settings.start == "independent" and M > 1:
+        comp, n_evals = independent_components(gaussian, settings, hyper, M, rng)
+    else:
+        comp = initial_components(single.theta[:W], single.theta[W:], M, settings.init_noise, rng)
+    smooth = initial_smoothing(comp, settings.smoothing_scale)
+    log_Q = np.full(M, -np.log(M))
     if M == 1:  # the mutual information of one component is zero: the bound is vi_gauss diag
         return MixtureFit(log_Q, single.theta[None, :], smooth, hyper, single.bound, single.trace,
                           np.zeros_like(single.trace), single.bound, single.converged, n_evals)  # fmt: skip
     for it in range(settings.outer_iter):
-        smooth, evals = bound.smoothing_step(log_Q, comp, smooth, settings.max_iter, settings.tol)
+        log_Q, comp, smooth, evals = mixture_sweep(bound, log_Q, comp, smooth, hyper,
+                                                   settings.max_iter, settings.tol,
+                                                   settings.mixing == "update")  # fmt: skip
         n_evals += evals
-        comp, evals = bound.component_step(
-            log_Q, comp, smooth, hyper, settings.max_iter, settings.tol
-        )
-        n_evals += evals
-        if settings.mixing == "update":
-            before = bound.value(log_Q, comp, smooth, hyper)
-            new_log_Q = bound.mixing_step(log_Q, comp, smooth, hyper)
-            if bound.value(new_log_Q, comp, smooth, hyper) >= before:
-                log_Q = new_log_Q
         e_d, second = mixture_statistics(gaussian, log_Q, comp)
         hyper.update_alpha(second)
         hyper.update_beta(e_d)
