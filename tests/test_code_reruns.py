@@ -49,7 +49,7 @@ def run(copy: Path, *extra: str) -> str:
 
 
 def planned_rules(copy: Path, *extra: str) -> set[str]:
-    out = run(copy, "--dry-run", *extra)
+    out = run(copy, "--dry-run", "--quiet", "host", *extra)  # the job blocks
     return {
         line.split()[-1].rstrip(":")
         for line in out.splitlines()
@@ -100,7 +100,7 @@ def test_editing_a_figure_module_redraws_only_the_figures(project):
     before = fits(project)
     edit(project / "src" / "bnnsweep" / "figures" / "occam_hill.py")
     assert planned_rules(project) == {"merge_and_draw_smoke", "all"}
-    out = run(project, "--dry-run")
+    out = run(project, "--dry-run", "--quiet", "host")
     outputs = [line for line in out.splitlines() if line.strip().startswith("output:")]
     assert len(outputs) == 1 and "figures/occam_hill.png" in outputs[0]
     run(project)

@@ -68,7 +68,8 @@ def test_tutorial_code_blocks_run(page, sandbox, monkeypatch):
                                   capture_output=True, text=True)  # fmt: skip
             assert proc.returncode == 0, f"{page.name}:\n{code}\n{proc.stdout}\n{proc.stderr}"
         elif kind == "python":
-            exec(compile(code, f"{page.name}", "exec"), namespace)  # noqa: S102
+            # dont_inherit: not this module's `from __future__ import annotations`
+            exec(compile(code, page.name, "exec", dont_inherit=True), namespace)  # noqa: S102
     from bnnsweep.methods import _REGISTERED
 
     _REGISTERED.pop("bayes_linear", None)  # registered by a-new-method for its process only

@@ -91,8 +91,17 @@ def test_cells_are_packed_by_their_typical_time_and_ask_for_their_bound():
     batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
     assert [len(b.cells) for b in batches] == [per_job, per_job, 1]
     for batch in batches:
+        # first asked: 3x the typical time (and a start-up), at least the floor; a retry of
+        # a job killed at that limit: 3x the bound
+        typical_s = jobsize.typical_seconds(batch.cells)
         asked_s = 60 * batch.resources()["runtime"]
-        assert asked_s >= jobsize.SAFETY * len(batch.cells) * bound
+        assert asked_s >= jobsize.SAFETY * typical_s
+        assert asked_s <= max(
+            60 * jobsize.MIN_RUNTIME_MIN, 3 * (typical_s + jobsize.STARTUP_S) + 60
+        )
+        assert (
+            60 * batch.resources(attempt=2)["runtime"] >= jobsize.SAFETY * len(batch.cells) * bound
+        )
 
 
 SHORT_CELLS = {
@@ -183,7 +192,9 @@ def test_fit_jobs_are_scheduled_longest_first_after_their_data(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     root = Path(__file__).resolve().parents[1]
-    cmd = snakemake_command(root, tmp_path, path, "--dry-run", "--cores", "2")
+    cmd = snakemake_command(
+        root, tmp_path, path, "--dry-run", "--quiet", "host", "--cores", "2"
+    )  # the job blocks, which the local profile quiets
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True)
     out = proc.stdout + proc.stderr
     seen = {}

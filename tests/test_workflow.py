@@ -119,7 +119,7 @@ def test_rerun_after_interruption_and_changed_setting(smoke_run):
     for done in ("merged.nc", "figures", "tables"):
         shutil.rmtree(workdir / "results" / "smoke" / done, ignore_errors=True)
         (workdir / "results" / "smoke" / done).unlink(missing_ok=True)
-    dry = snakemake(workdir, config, "-n")
+    dry = snakemake(workdir, config, "-n", "--quiet", "host")  # the job blocks
     planned = [line for line in dry.stdout.splitlines() if "output:" in line and "/cells/" in line]
     # the victim's batch job, whose other cell is kept (fit-batch skips current files)
     assert len(planned) == 1 and victim.name in planned[0]
@@ -131,7 +131,7 @@ def test_rerun_after_interruption_and_changed_setting(smoke_run):
     changed = yaml.safe_load(config.read_text())
     changed["experiments"]["smoke"]["methods"]["map"]["restarts"] = 3
     config.write_text(yaml.safe_dump(changed))
-    dry = snakemake(workdir, config, "-n")
+    dry = snakemake(workdir, config, "-n", "--quiet", "host")  # the job blocks
     fits = [
         line for line in dry.stdout.splitlines() if "cells/toy_sine/" in line and "output:" in line
     ]
