@@ -82,6 +82,10 @@ def test_the_time_left_never_rises_unless_the_estimate_stays_well_above_it():
     assert revised and second > first
     assert left.update(90.0, None) == (second - 30.0, False)  # no estimate: counts down
 
+    left = TimeLeft()
+    left.update(0.0, 20.0)
+    assert left.update(30.0, 15.0) == (15.0, True)  # counted down to 0 with work left
+
 
 def test_a_line_every_interval_even_when_no_cell_finishes(tmp_path):
     import threading

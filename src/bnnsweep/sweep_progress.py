@@ -84,7 +84,8 @@ class TimeLeft:
             return max(self.shown_finish - now, 0.0), False
         shown = max(self.shown_finish - now, 0.0)
         self.above = self.above + 1 if raw > REVISE_ABOVE * max(shown, 1.0) else 0
-        revised = self.above >= REVISE_AFTER
+        # counted down to nothing with work left: the estimate was too short, revise now
+        revised = self.above >= REVISE_AFTER or (shown < 1.0 and raw >= 1.0)
         if revised:
             self.shown_finish, self.above = max(self.finish, finish), 0
         else:
