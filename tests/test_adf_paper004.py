@@ -200,3 +200,20 @@ def test_standin_configs_validate_plan_and_run(tmp_path):
     assert (rows["verdict"] == "stand-in data: no verdict").all()
     assert rows["data"].str.startswith("STAND-IN (").all()
     assert rows["ours_mean"].notna().all()
+
+
+def test_uci_table_sets_our_pool_beside_paper004s_summary(adf_yacht_merged):
+    """Under the UCI table: mean and s.d. over every run of pbp and ebp, beside sec. 6's."""
+    from bnnsweep.figures.adf_uci_table import paper004_summary
+    from bnnsweep.figures.published import PAPER004_SUMMARY
+
+    ds = adf_yacht_merged  # a merged Dataset of real pbp and ebp cells
+    summary = paper004_summary(ds).set_index(["method", "metric"])
+    assert len(summary) == 4
+    for (label, metric), row in summary.iterrows():
+        values = ds[metric].values[ds["method"].values == label]
+        assert row["mean"] == pytest.approx(values.mean())
+        assert row["sd"] == pytest.approx(values.std(ddof=1))
+        assert (row["paper004_mean"], row["paper004_sd"]) == PAPER004_SUMMARY[
+            ("uci", label, metric)
+        ]

@@ -106,7 +106,8 @@ def _summary_line(ds: xr.Dataset) -> str:
     ]
     n_sets = int(summary["n_datasets"].max())
     return (
-        f"Over all datasets and splits, mean ± s.d. ({n_sets} sets here; paper 004 sec. 6: ten "
+        f"Over all datasets and splits, mean ± s.d. ({n_sets} set{'s' * (n_sets != 1)} here; "
+        "paper 004 sec. 6: ten "
         "sets, 100 epochs): " + "; ".join(parts)
     )
 
