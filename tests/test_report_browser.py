@@ -3,8 +3,8 @@ Debian's `chromium` package: .ci/run installs it when missing): its app renders,
 it embeds decodes to an image with a size, and every result has its caption.
 
 The report is one HTML file, a React app over `var results = {path: {data_uri, caption,
-mime_type, ...}}`. The test appends one script to a copy of it that, once the page has
-loaded, draws every image result into an `<img>` and, when all have loaded or failed, writes
+mime_type, ...}}`. The test appends one script to a copy of it that, 3 s (of Chromium's
+virtual time) after the page has loaded, draws every image result into an `<img>` and, when all have loaded or failed, writes
 what it found into `<pre id="bnnsweep-check">`; Chromium's `--dump-dom` prints the page
 after its scripts ran."""
 
@@ -25,7 +25,7 @@ CHROMIUM_FLAGS = [
 
 CHECK = """
 <script>
-window.addEventListener("load", function () {
+function bnnsweepCheck() {
   const entries = Object.entries(results);
   const images = entries.filter(([, e]) => (e.mime_type || "").startsWith("image/"));
   const found = {app: document.getElementById("app").children.length, images: {},
@@ -49,7 +49,9 @@ window.addEventListener("load", function () {
     img.onerror = function () { found.images[path] = [0, 0]; done(); };
     img.src = e.data_uri;
   }
-});
+}
+// the app renders after the page's load event: look a (virtual) 3 s later
+window.addEventListener("load", function () { setTimeout(bnnsweepCheck, 3000); });
 </script>
 """
 
@@ -79,7 +81,8 @@ def test_the_report_opens_in_chromium_with_every_figure_and_caption(smoke_run, t
     snakemake(workdir, config, "--report", str(report))
     checked = tmp_path / "report.html"
     html = report.read_text(encoding="utf-8")
-    checked.write_text(html.replace("</body>", CHECK + "</body>"), encoding="utf-8")
+    head, tail = html.rsplit("</body>", 1)  # the page's own end; its scripts hold the string too
+    checked.write_text(head + CHECK + "</body>" + tail, encoding="utf-8")
     found = open_in_chromium(checked, tmp_path)
     assert found["app"] > 0  # the React app rendered
     figures = {p for p, mime in found["mime"].items() if mime.startswith("image/")}
