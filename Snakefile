@@ -1,6 +1,7 @@
 # bnnsweep: sweeps of Bayesian neural-network inference and model evidence.
 # This file holds no science: it reads and validates the config, expands the cells and
 # includes one rule file per stage. All mathematics lives in the `bnnsweep` package.
+import json
 import os
 import shlex
 import sys
@@ -12,11 +13,24 @@ min_version("8.10")
 
 from bnnsweep.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.jobsize import batching_settings, plan_batches
-from bnnsweep.result_check import REPAIR_LOG, quarantine_damaged_cells
-from bnnsweep.runlock import clear_stale_locks, forget_owner, record_owner
+from bnnsweep.result_check import cell_states, refit_marker, remove_refit_markers
+from bnnsweep.runlock import (
+    clear_stale_locks,
+    forget_owner,
+    hold_results_dir,
+    record_owner,
+)
 from bnnsweep.sweep_progress import print_summary, start_sweep_progress
 from bnnsweep.table_kinds import TABLE_KINDS
-from bnnsweep.sweep import batch_spec, cell_index, figure_code_version, write_spec
+from bnnsweep.sweep import (
+    batch_spec,
+    cell_index,
+    data_code_version,
+    figure_code_version,
+    spec_file,
+    spec_text,
+    write_spec_file,
+)
 from bnnsweep.workflow_run import conda_env_file
 
 # The default sweep, unless another config is given with --configfile (which would otherwise
@@ -39,14 +53,22 @@ onsuccess:
     forget_owner(".snakemake")
     # cells by status and method, the slowest, the figures (bnnsweep.sweep_progress.summary)
     print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
+    remove_refit_markers(RESULTS)
 
 
 onerror:
     forget_owner(".snakemake")
     print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
+    remove_refit_markers(RESULTS)
 
 
 onstart:
+    # one run at a time writes to a results directory, from whichever working directory
+    try:
+        RESULTS_HELD.append(hold_results_dir(RESULTS))
+    except ValueError as err:
+        print(f"bnnsweep: {err}", file=sys.stderr)
+        raise SystemExit(1)
     record_owner(".snakemake")
     # every 30 s, a line with the cells done and the time left (bnnsweep.sweep_progress)
     start_sweep_progress(
@@ -68,6 +90,7 @@ except (ConfigError, ValueError) as err:
     sys.exit(1)
 
 RESULTS = CONFIG["results_dir"]
+RESULTS_HELD = []  # the results directory's lock, held while this run lasts (onstart)
 CODE_RERUNS = CONFIG["code_reruns"]
 FIGURE_FORMATS = CONFIG["figure_format"]
 # the jobs' conda environment (--software-deployment-method conda): envs/bnnsweep.yaml with
@@ -87,6 +110,23 @@ os.environ["PATH"] = os.pathsep.join(
 EXPERIMENTS = CONFIG["experiments"]
 
 
+# What is current, decided here by reading (bnnsweep.result_check.cell_states: each cell
+# file's seal and key against the config's cell, its prepared data and its method's code);
+# nothing is written while the workflow is parsed (a dry run, --lint, --report, --summary).
+# A batch holding a cell that is missing, corrupt or stale gets an extra output, a marker
+# that Snakemake touches when the batch is done and that `all` asks for: so the batch runs
+# (fit-batch refits exactly those cells), then the merge.
+STATES = cell_states(
+    {f"{RESULTS}/{key}.nc": cell for key, cell in CELLS.items()},
+    RESULTS,
+    CODE_RERUNS,
+)
+if workflow.is_main_process:
+    for path, (state, why) in STATES.items():
+        if state != "current" and state != "missing":
+            print(f"bnnsweep: {path} is {state}: {why}; refitting it", file=sys.stderr)
+
+
 wildcard_constraints:
     experiment="[a-z0-9_]+",
     dataset="[a-z0-9_]+",
@@ -102,18 +142,9 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/report.smk"
 
 
-# A cell damaged since its experiment's last merge is moved aside now, so that this run
-# refits it before merging (bnnsweep.result_check); a dry run only names it.
-if workflow.is_main_process:
-    quarantine_damaged_cells(
-        {merged_file(e): cell_files(e) for e in EXPERIMENTS},
-        lambda msg: print(msg, file=sys.stderr),
-        move=not workflow.dryrun,
-    )
-
-
 rule all:
     default_target: True
     input:
         [merged_file(e) for e in EXPERIMENTS],
         [figure_files(e) for e in EXPERIMENTS],
+        [redo_marker(b) for b in BATCHES if batch_needs_refit(b)],

@@ -128,25 +128,28 @@ def test_a_flipped_bit_is_detected_or_leaves_the_content_unchanged(tmp_path, cel
     assert detected > 0
 
 
-def test_cell_state_tells_current_stale_missing_and_corrupt(tmp_path, cell_file, monkeypatch):
-    from bnnsweep import result_check
+def test_cell_state_tells_current_stale_missing_and_corrupt(tmp_path, cell_file):
+    """The key sealed into a cell file (cell, settings, data, code) against what is asked."""
+    from bnnsweep.runner import data_checksum_of
+    from bnnsweep.sweep import code_version
 
     cell = map_cell()
     path = tmp_path / "c.nc"
     write_result(fit_cell_quietly(cell), path)
-    assert cell_state(path, cell) == ("current", "")
+    data, code = data_checksum_of(cell), code_version("map")
+    assert cell_state(path, cell, data, code) == ("current", "")
     assert cell_state(tmp_path / "none.nc", cell)[0] == "missing"
-    other = map_cell(seed=1)
-    state, why = cell_state(path, other)
-    assert state == "stale" and "cell" in why
-    monkeypatch.setattr(result_check, "code_version", lambda name: "another")
-    state, why = cell_state(path, cell)
-    assert state == "stale" and "code version" in why
-    assert cell_state(path, cell, check_code=False)[0] == "current"
-    monkeypatch.undo()
+    state, why = cell_state(path, map_cell(seed=1), data, code)
+    assert state == "stale" and "another cell" in why
+    state, why = cell_state(path, cell, data, "f" * 16)
+    assert state == "stale" and "code" in why
+    assert cell_state(path, cell, data, None)[0] == "current"  # code_reruns: false
+    state, why = cell_state(path, cell, "e" * 64, code)
+    assert state == "stale" and "other data" in why
+    assert cell_state(path, cell, None, code)[0] == "current"  # data not prepared yet
     edited(path, lambda nc: nc["runtime_s"].assignValue(-1.0))
-    assert cell_state(path, cell)[0] == "corrupt"
-    report = check_cells({str(path): cell, str(tmp_path / "none.nc"): cell})
+    assert cell_state(path, cell, data, code)[0] == "corrupt"
+    report = check_cells({str(path): cell, str(tmp_path / "none.nc"): cell}, tmp_path)
     assert not report.ok and list(report.corrupt) == [str(path)] and len(report.missing) == 1
 
 
@@ -233,14 +236,13 @@ def test_check_of_a_missing_directory_is_one_line(tmp_path):
 
 @pytest.mark.workflow
 def test_the_same_snakemake_command_refits_a_damaged_cell(tmp_path):
-    """After a complete sweep: a cell truncated (its time updated) is moved aside and refitted
-    by the next run of the same command, before the merge; a cell edited with its time kept
-    is invisible to Snakemake, found by `bnnsweep check`, and after `check --fix`
-    refitted by the same command. Both end with the results of the undamaged sweep."""
+    """After a complete sweep: a cell truncated, a cell edited with its time kept, a cell
+    damaged with the merged file gone: each is moved aside and refitted by the next run of
+    the same command, before the merge, and each ends with the undamaged sweep's results."""
     from bnnsweep.compare import differing_variables
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from test_faults import cell_files, command, fits_run, fresh, run
+    from test_faults import cell_files, fits_run, fresh, run
 
     workdir = fresh(tmp_path / "w")
     run(workdir)
@@ -260,26 +262,25 @@ def test_the_same_snakemake_command_refits_a_damaged_cell(tmp_path):
 
     check = ["check", "results", "--config", "smoke.yaml"]
     assert run_cli(*check, cwd=workdir).returncode == 0
+    # edited with its time kept: `bnnsweep check` names it, and the same command refits it
+    # (the workflow reads every cell's seal when it starts), nothing else
     quiet = edited(cells[1], lambda nc: nc["pred_mean"].__setitem__((0, 0), 5.0))
-    run(workdir)  # Snakemake sees nothing changed
-    assert integrity_problem(quiet) is not None
     proc = run_cli(*check, cwd=workdir)
     assert proc.returncode == 1 and f"corrupt {quiet.relative_to(workdir)}" in " ".join(
         proc.stdout.split()
     )
-    assert run_cli(*check, "--fix", cwd=workdir).returncode == 1
+    before = fits_run(workdir)
     run(workdir)
+    assert integrity_problem(quiet) is None
+    assert {k for k, n in fits_run(workdir).items() if n != before[k]} == {
+        f"{quiet.parent.name}/{quiet.stem}"
+    }
     assert run_cli(*check, cwd=workdir).returncode == 0
     assert not differing_variables(reference, merged)
 
-    # no merged file yet and a quietly damaged cell: the merge names it, moves it aside and
-    # fails; the same command then refits it
+    # no merged file and a quietly damaged cell: one run refits the cell, then merges
     merged.unlink()
     quiet = edited(cells[2], lambda nc: nc["pred_mean"].__setitem__((0, 0), 5.0))
-    proc = subprocess.run(command(workdir), capture_output=True, text=True, timeout=600)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    merge_log = (workdir / "results" / "logs" / "smoke" / "merge.log").read_text()
-    assert f"{quiet.relative_to(workdir)} is corrupt" in merge_log
     run(workdir)
     assert run_cli(*check, cwd=workdir).returncode == 0
     assert not differing_variables(reference, merged)

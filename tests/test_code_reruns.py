@@ -107,6 +107,27 @@ def test_editing_a_figure_module_redraws_only_the_figures(project):
     assert fits(project) == before
 
 
+def test_editing_the_metrics_refits_every_cell(project):
+    """metrics.py sets every cell's numbers: part of every method's code version (issue 36),
+    so a table never mixes two definitions of RMSE."""
+    before = fits(project)
+    edit(project / "src" / "bnnsweep" / "metrics.py")
+    run(project)
+    assert fits(project) == {cell: n + 1 for cell, n in before.items()}
+    assert planned_rules(project) == set()
+
+
+def test_editing_data_preparation_prepares_again_and_keeps_cells_on_unchanged_data(project):
+    """The preparing code's version reruns the data's preparation; cells are refitted only
+    if the prepared data came out different (their key records its checksum)."""
+    before = fits(project)
+    edit(project / "src" / "bnnsweep" / "datasets" / "preprocess.py")
+    assert "prepare_data" in planned_rules(project)
+    run(project)
+    assert fits(project) == before
+    assert planned_rules(project) == set()
+
+
 def test_code_reruns_false_keeps_cells_made_by_older_code(project):
     before = fits(project)
     off = ("--config", "code_reruns=False")

@@ -187,3 +187,77 @@ def test_a_malformed_csv_fails_before_any_job_naming_the_column(tmp_path, column
     assert message in proc.stderr and "config key 'datasets.yacht_csv'" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "results").exists()  # no job ran
+
+
+def test_an_edited_data_file_refits_the_cells_fitted_on_it(tmp_path):
+    """Issue 36: the targets of the user's CSV multiplied by 10, the same command prepares
+    the data again and refits every cell on it (their key records the prepared data's
+    checksum): the merged RMSE is ten times the first, not the old number kept."""
+    import xarray as xr
+
+    data = tmp_path / "yacht.csv"
+    data.write_text(YACHT.read_text())
+
+    def mine(config):
+        for name in ("yacht_csv", "yacht_folds"):
+            config["datasets"][name]["file"] = str(data)
+
+    assert _run_example(tmp_path, mine).returncode == 0
+    merged = tmp_path / "results" / "user_dataset" / "merged.nc"
+    with xr.open_dataset(merged) as ds:
+        before = ds["test_rmse"].values.copy()
+    lines = data.read_text().splitlines()
+    header = lines[0].split(",")
+    column = header.index("residuary_resistance")
+    edited = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split(",")
+        cells[column] = repr(float(cells[column]) * 10)
+        edited.append(",".join(cells))
+    data.write_text("\n".join(edited) + "\n")
+    proc = _run_example(tmp_path, mine)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    with xr.open_dataset(merged) as ds:
+        after = ds["test_rmse"].values
+    np.testing.assert_allclose(after, 10 * before, rtol=1e-6)
+
+
+def test_fit_batch_refits_exactly_the_cells_whose_data_changed(tmp_path):
+    """The same, in-process: fit-batch keeps cells on unchanged data and refits those whose
+    prepared data's checksum differs from the one their key records."""
+    from bnnsweep.cell_reader import read_variables
+    from bnnsweep.config import validate_datasets
+    from bnnsweep.runner import fit_batch
+    from bnnsweep.sweep import Cell, batch_spec
+
+    csv = tmp_path / "y.csv"
+    csv.write_text(YACHT.read_text())
+    specs = {"mine": spec(csv, splits={"holdout": 0.1, "repeats": 2, "seed": 0})}
+
+    def prepare():
+        register_user_datasets(validate_datasets(specs))
+        datasets.save_netcdf(datasets.load("mine"), tmp_path / "data" / "mine.nc")
+
+    cells = [
+        Cell("e", "mine", str(s), "exact", "exact", 0, (("hidden", 0),), {"hidden": 0, "grid": 21})
+        for s in range(2)
+    ]
+    batch = batch_spec(cells, False, str(tmp_path), True)
+
+    def rmse():
+        return np.array(
+            [read_variables(tmp_path / f"{c.path_id}.nc")[0]["test_rmse"][1] for c in cells]
+        )
+
+    prepare()
+    assert fit_batch(batch, log=lambda m: None) == {"fitted": 2, "skipped": 0}
+    before = rmse()
+    prepare()  # prepared again from the same file: same data
+    assert fit_batch(batch, log=lambda m: None) == {"fitted": 0, "skipped": 2}
+    frame = np.genfromtxt(csv, delimiter=",", names=True)
+    frame["residuary_resistance"] *= 10
+    header = ",".join(frame.dtype.names)
+    np.savetxt(csv, frame, delimiter=",", header=header, comments="", fmt="%.17g")
+    prepare()
+    assert fit_batch(batch, log=lambda m: None) == {"fitted": 2, "skipped": 0}
+    np.testing.assert_allclose(rmse(), 10 * before, rtol=1e-9)

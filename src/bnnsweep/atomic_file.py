@@ -55,7 +55,9 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike, write, sealed: bool = False) -> Path:
+def write_atomic(
+    path: str | os.PathLike, write, sealed: bool = False, key: str | None = None
+) -> Path:
     """``write(temporary path)`` into the target directory, fsync, then rename over
     ``path``, so that an interrupted write never leaves a file that looks complete (a write
     killed half-way leaves only ``.<name>.<random>.tmp<suffix>``, which
@@ -63,7 +65,7 @@ def write_atomic(path: str | os.PathLike, write, sealed: bool = False) -> Path:
     the file and, where the system says, why. The file gets the permissions the umask gives
     a new file (0644 under the usual 022). A symbolic link, directory, FIFO or device at
     ``path`` is refused, not replaced. With ``sealed``, the file ends with the checksum of
-    its bytes (``file_seal``)."""
+    its bytes, after ``key`` if one is given (``file_seal``)."""
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         kind = (
@@ -84,7 +86,7 @@ def write_atomic(path: str | os.PathLike, write, sealed: bool = False) -> Path:
         os.close(fd)
         write(tmp)
         if sealed:
-            seal(tmp)
+            seal(tmp, key)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: collaborators could not read

@@ -105,3 +105,40 @@ def checksum_problem(recorded, computed: str) -> str | None:
     if str(recorded) != computed:
         return "its content does not match its checksum (altered or damaged after writing)"
     return None
+
+
+# --- what a cell is: its key, sealed into its file -------------------------------------------
+
+IDENTITY_ATTRS = ("cell_json", "settings_json", "method_name")
+DATA_ATTR = "data_sha256"
+NO_DATA = "0" * 64
+NO_CODE = "0" * 16
+
+
+def identity_digest(attrs: Mapping) -> str:
+    """SHA-256 of what identifies a cell's computation: its cell (experiment apart), its
+    settings and its registered method, as a cell file records them (``results.cell_content``)."""
+    wanted = {name: str(attrs.get(name, "")) for name in IDENTITY_ATTRS}
+    return hashlib.sha256(json.dumps(wanted, sort_keys=True).encode()).hexdigest()
+
+
+def cell_key(attrs: Mapping) -> str:
+    """A cell file's key (sealed after its bytes, ``file_seal``): ``C:``, its identity
+    digest, the checksum of the prepared data it was fitted on (``datasets.store.checksum``)
+    and the version of its method's code (``sweep.code_version``), separated by ``:``:
+    what the workflow, ``bnnsweep check`` and ``bnnsweep fit-batch`` compare with what the
+    config and code ask for (``result_check.cell_state``)."""
+    data = str(attrs.get(DATA_ATTR) or NO_DATA)
+    code = str(attrs.get("code_version") or NO_CODE)
+    if len(data) != 64 or len(code) != 16:
+        raise ValueError("a cell key needs a 64-digit data checksum and 16-digit code version")
+    return f"C:{identity_digest(attrs)}:{data}:{code}"
+
+
+def parse_cell_key(text: str | None) -> tuple[str, str, str] | None:
+    """(identity digest, data checksum, code version) of a cell key, or None for anything
+    else (no key, a prepared dataset's key)."""
+    parts = (text or "").split(":")
+    if len(parts) != 4 or parts[0] != "C":
+        return None
+    return parts[1], parts[2], parts[3]

@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -132,16 +133,18 @@ def _default_split(dataset: str) -> str:
 def cmd_prepare(args) -> int:
     from . import datasets
 
-    if args.spec:
+    if args.spec or args.spec_json is not None:
         from .config import ConfigError, validate_datasets
         from .datasets.user import register_user_datasets
 
+        where = f"dataset spec {args.spec!r}" if args.spec else "--spec-json"
         try:
-            specs = validate_datasets(json.loads(Path(args.spec).read_text()))
+            text = Path(args.spec).read_text() if args.spec else args.spec_json
+            specs = validate_datasets(json.loads(text))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"dataset spec {args.spec!r} is not readable JSON: {err}") from None
+            raise ValueError(f"{where} is not readable JSON: {err}") from None
         except ConfigError as err:
-            raise ValueError(f"dataset spec {args.spec!r}: {err}") from None
+            raise ValueError(f"{where}: {err}") from None
         register_user_datasets(specs)
     datasets.save_netcdf(datasets.load(args.dataset), args.output)
     return 0
@@ -220,11 +223,16 @@ def _draw_figures(merged_path, draws) -> int:
 
 def cmd_fit_batch(args) -> int:
     from .runner import fit_batch
+    from .sweep import check_spec_name
 
     try:
-        spec = json.loads(Path(args.spec).read_text())
+        text = Path(args.spec).read_text(encoding="utf-8")
+        check_spec_name(args.spec, text)
+        spec = json.loads(text)
     except FileNotFoundError:
         raise FileNotFoundError(f"batch spec {args.spec!r} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"batch spec {args.spec!r} is not UTF-8 text: {err}") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"batch spec {args.spec!r} is not valid JSON: {err}") from None
     log = _logger(args.log)
@@ -308,13 +316,12 @@ def cmd_plan(args) -> int:
 
 
 def _result_files(results_dir: Path) -> list[Path]:
-    """Cell and merged files under a results directory (not prepared data, not the
-    temporary files of unfinished writes, which start with a dot)."""
-    return sorted(
-        p
-        for p in results_dir.rglob("*.nc")
-        if not p.name.startswith(".") and p.relative_to(results_dir).parts[0] != "data"
-    )
+    """The files of a results directory under the workflow's own names: cells
+    (``<experiment>/cells/**/*.nc``) and merged files (``<experiment>/merged.nc``), not the
+    temporary files of unfinished writes (which start with a dot). Anything else there (a
+    user's own NetCDF exports, inputs) is not the workflow's, and never checked or moved."""
+    found = [*results_dir.glob("*/cells/**/*.nc"), *results_dir.glob("*/merged.nc")]
+    return sorted(p for p in found if not p.name.startswith(".") and p.is_file())
 
 
 def cmd_check(args) -> int:
@@ -329,7 +336,7 @@ def cmd_check(args) -> int:
         config, cells = _config_cells(config_path)
         results_dir = Path(args.results_dir or config["results_dir"])
         index = {str(results_dir / f"{key}.nc"): c for key, c in cell_index(cells).items()}
-        report = check_cells(index, check_code=config["code_reruns"])
+        report = check_cells(index, results_dir, check_code=config["code_reruns"])
         expected = set(index)
         print(f"cells of {config_path} under {results_dir}:")
     elif args.results_dir is None:
@@ -347,8 +354,11 @@ def cmd_check(args) -> int:
         print(line)
     if args.fix:
         fix(report, print)
-    elif report.corrupt or report.missing:
-        print("`bnnsweep check --fix` then the same snakemake command refits them")
+    if not report.ok:
+        print(
+            "the same snakemake command refits them (`bnnsweep check --fix` moves the corrupt "
+            "ones aside for inspection first)"
+        )
     return 0 if report.ok else 1
 
 
@@ -360,6 +370,59 @@ def cmd_claims(args) -> int:
         print(f"claims: wrote {path}", file=sys.stderr)
     print(to_markdown(frame), end="")
     return 0
+
+
+# Snakemake's options that take the values `bnnsweep run` checks: config files, --config
+# key=value pairs, and the working directory a default config file is found in.
+_CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")
+_CONFIG_OPTIONS = ("--config", "-C")
+_DIRECTORY_OPTIONS = ("--directory", "-d")
+
+
+def _snakemake_values(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values Snakemake's command line ``argv`` gives the options ``names`` (each
+    takes one or more values, up to the next option; ``--name=value`` too)."""
+    values, taking = [], False
+    for arg in argv:
+        if taking and not arg.startswith("-"):
+            values.append(arg)
+            continue
+        taking = arg in names
+        for name in names:
+            if arg.startswith(f"{name}="):
+                values.append(arg.split("=", 1)[1])
+    return values
+
+
+def cmd_run(args) -> int:
+    """Check the config files a Snakemake command line names, then run that command.
+
+    Snakemake reads and merges ``--configfile`` files before the Snakefile runs, so a
+    YAML alias bomb or 100 KB of nested brackets exhausts the node before the workflow can
+    refuse it. ``bnnsweep run ARGS`` reads each file as ``bnnsweep validate`` does (size,
+    nesting, aliases expanded, keys given twice: ``config.read_yaml``), refuses two files
+    naming one experiment (Snakemake would merge them key by key) and each ``--config``
+    value likewise, and then replaces itself with ``python -m snakemake ARGS``."""
+    from .config import ConfigError, bounded_yaml, check_config_files
+
+    argv = list(args.snakemake_args)
+    files = _snakemake_values(argv, _CONFIGFILE_OPTIONS)
+    if not files:  # the Snakefile's default, relative to the working directory
+        directory = (_snakemake_values(argv, _DIRECTORY_OPTIONS) or ["."])[-1]
+        default = Path(directory) / "config" / "config.yaml"
+        files = [str(default)] if default.is_file() else []
+    check_config_files(files)
+    for item in _snakemake_values(argv, _CONFIG_OPTIONS):
+        key, _, value = item.partition("=")
+        try:
+            bounded_yaml(value, f"--config {key}")
+        except ConfigError as err:
+            raise ValueError(str(err)) from None
+    command = [sys.executable, "-m", "snakemake", *argv]
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os.execv(sys.executable, command)
+    return 0  # not reached
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -397,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument("--output", required=True, help="the prepared dataset file (NetCDF)")
     prep.add_argument(
         "--spec", help="JSON file of the config's `datasets:` entries (a dataset of your own)"
+    )
+    prep.add_argument(
+        "--spec-json", help="the config's `datasets:` entries as one JSON object (the workflow's)"
     )
     prep.set_defaults(func=cmd_prepare)
 
@@ -479,8 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--fix",
         action="store_true",
-        help="move corrupt files aside to <file>.corrupt and mark their experiments' merged "
-        "files out of date, so that the same snakemake command refits corrupt and missing cells",
+        help="move corrupt cell and merged files (the workflow's own names only) aside to "
+        "<file>.corrupt for inspection; the snakemake command refits every cell that is not "
+        "current, with or without it",
     )
     check.set_defaults(func=cmd_check)
 
@@ -494,7 +561,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     claims.add_argument("--output", help="also write <OUTPUT>.md and <OUTPUT>.csv")
     claims.set_defaults(func=cmd_claims)
+
+    run = sub.add_parser(
+        "run",
+        help="check the config files of a snakemake command line, then run it: "
+        "bnnsweep run --cores 2 --configfile config/smoke.yaml",
+        add_help=False,
+    )
+    run.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="snakemake's arguments")
+    run.set_defaults(func=cmd_run)
     return parser
+
+
+_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _refuse_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """A ValueError naming a value that starts with ``-`` but is no option of its command
+    (a figure kind ``-:``, ``--output -x``): argparse would take it for an option and
+    answer that an argument is required, naming no culprit. Negative numbers, values
+    after ``--`` and ``--option=value`` pass."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if command is None or sub is None or command not in sub.choices:
+        return
+    known = [s for action in sub.choices[command]._actions for s in action.option_strings]
+    for arg in argv[argv.index(command) + 1 :]:
+        if arg == "--":
+            return
+        if not arg.startswith("-") or _NUMBER.match(arg):
+            continue
+        name = arg.split("=", 1)[0]
+        if name in known or (name.startswith("--") and any(k.startswith(name) for k in known)):
+            continue
+        raise ValueError(
+            f"{arg!r} is not an option of `bnnsweep {command}`; a value that starts with '-' "
+            f"goes after '--' (bnnsweep {command} ... -- {arg}) or as --option={arg}"
+        )
 
 
 def _user_errors() -> tuple[type, ...]:
@@ -510,8 +613,14 @@ def main(argv: list[str] | None = None) -> int:
     from . import allocator
 
     allocator.tune()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv[:1] == ["run"]:  # everything after it is Snakemake's, options included
+            args = argparse.Namespace(func=cmd_run, snakemake_args=argv[1:])
+        else:
+            parser = build_parser()
+            _refuse_dash_values(parser, argv)
+            args = parser.parse_args(argv)
         return args.func(args)
     except BrokenPipeError:
         # the reader went away (`bnnsweep list datasets | head`): stop quietly, as other

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class ConfigError(ValueError):
 
 MAX_CONFIG_BYTES = 1_000_000
 MAX_CONFIG_NODES = 100_000  # values, lists and mappings, aliases expanded (a sweep has ~100s)
+MAX_CONFIG_DEPTH = 40  # nested lists and mappings (a config nests 6-8 deep)
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -81,9 +83,36 @@ def yaml_problem(err: yaml.YAMLError) -> str:
     return " ".join(text.split())
 
 
+def bounded_yaml(text: str, where: str):
+    """YAML ``text`` read under the limits of a config file: at most ``MAX_CONFIG_DEPTH``
+    nested lists and mappings (checked on its tokens, before anything recursive reads
+    it), at most ``MAX_CONFIG_NODES`` values with aliases expanded (checked on the
+    composed node graph, before any object is built), no key twice in a mapping. Errors
+    are one line starting with ``where`` (a file, a command-line value)."""
+    if len(text.encode()) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where} is larger than {MAX_CONFIG_BYTES} bytes")
+    loader = None
+    try:
+        _check_depth(text, MAX_CONFIG_DEPTH)
+        loader = _StrictLoader(text)  # its reader refuses control characters at once
+        node = loader.get_single_node()
+        if node is not None and _node_size(node) > MAX_CONFIG_NODES:
+            raise ConfigError(
+                f"more than {MAX_CONFIG_NODES} values once its YAML aliases are expanded"
+            )
+        return loader.construct_document(node) if node is not None else None
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{where} is not valid YAML: {yaml_problem(err)}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
 def read_yaml(path: str | Path):
-    """A YAML config file: at most ``MAX_CONFIG_BYTES``, no key twice in a mapping, at most
-    ``MAX_CONFIG_NODES`` values with aliases expanded; errors name the file."""
+    """A YAML config file: at most ``MAX_CONFIG_BYTES``, read by ``bounded_yaml``; errors
+    name the file."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -97,32 +126,31 @@ def read_yaml(path: str | Path):
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {str(path)!r} is not UTF-8 text: {err}") from None
-    try:
-        loader = _StrictLoader(text)  # its reader refuses control characters at once
-    except yaml.YAMLError as err:
-        raise ConfigError(
-            f"config file {str(path)!r} is not valid YAML: {yaml_problem(err)}"
-        ) from None
-    try:
-        node = loader.get_single_node()
-        if node is not None and _node_size(node) > MAX_CONFIG_NODES:
-            raise ConfigError(
-                f"config file {str(path)!r}: more than {MAX_CONFIG_NODES} values once its YAML "
-                "aliases are expanded"
-            )
-        return loader.construct_document(node) if node is not None else None
-    except ConfigError as err:
-        message = str(err)
-        prefix = f"config file {str(path)!r}"
-        raise ConfigError(
-            message if message.startswith(prefix) else f"{prefix}: {message}"
-        ) from None
-    except yaml.YAMLError as err:
-        raise ConfigError(
-            f"config file {str(path)!r} is not valid YAML at {yaml_problem(err)}"
-        ) from None
-    finally:
-        loader.dispose()
+    return bounded_yaml(text, f"config file {str(path)!r}")
+
+
+_OPENING = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
+_CLOSING = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def _check_depth(text: str, limit: int) -> None:
+    """Refuse YAML text whose lists and mappings nest deeper than ``limit``, from its tokens
+    (the scanner is not recursive; composing a document is, and 100 KB of brackets would
+    end in a RecursionError)."""
+    depth = 0
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(token, _OPENING):
+            depth += 1
+            if depth > limit:
+                line = token.start_mark.line + 1
+                raise ConfigError(f"lists and mappings nest deeper than {limit} (line {line})")
+        elif isinstance(token, _CLOSING):
+            depth -= 1
 
 
 def _node_size(node, limit: int = MAX_CONFIG_NODES) -> int:
@@ -147,10 +175,25 @@ def _node_size(node, limit: int = MAX_CONFIG_NODES) -> int:
 
 
 def check_config_files(paths) -> None:
-    """Read each config file strictly (``read_yaml``): Snakemake reads ``--configfile``
-    itself and would let a key given twice pass."""
+    """Read each config file strictly (``read_yaml``: size, nesting, aliases, keys given
+    twice) and refuse two files that name one experiment, results directory section or
+    dataset: Snakemake reads ``--configfile`` itself, merges the files key by key (one
+    experiment's methods from one file, its datasets from the other) and would let a key
+    given twice pass."""
+    seen: dict[tuple[str, str], str] = {}
     for path in paths:
-        read_yaml(path)
+        content = read_yaml(path)
+        if not isinstance(content, dict):
+            continue
+        for section in ("experiments", "datasets"):
+            names = content.get(section)
+            for name in names if isinstance(names, dict) else ():
+                if (section, str(name)) in seen:
+                    raise ConfigError(
+                        f"{section[:-1]} {name!r} is in both {seen[section, str(name)]!r} and "
+                        f"{str(path)!r}: Snakemake would merge the two key by key; give it once"
+                    )
+                seen[section, str(name)] = str(path)
 
 
 def schema() -> dict:
@@ -159,7 +202,10 @@ def schema() -> dict:
 
 
 def _extend_with_defaults(validator_class):
-    """A validator that fills in ``default`` values of properties it visits."""
+    """A validator that fills in ``default`` values of properties it visits, and matches a
+    ``pattern`` anchored with ``$`` at the very end of the string: Python's ``$`` also
+    matches before a final newline, so ``"smoke\n"`` would pass ``^[a-z0-9_]+$`` and name
+    a directory ``smoke\n``."""
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
@@ -169,7 +215,16 @@ def _extend_with_defaults(validator_class):
                     instance[prop] = copy.deepcopy(sub["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+    def anchored_pattern(validator, pattern, instance, schema):
+        if not isinstance(instance, str):
+            return
+        anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern
+        if re.search(anchored, instance) is None:
+            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    return jsonschema.validators.extend(
+        validator_class, {"properties": set_defaults, "pattern": anchored_pattern}
+    )
 
 
 _Validator = _extend_with_defaults(jsonschema.Draft202012Validator)
@@ -200,6 +255,12 @@ def _describe(error, sch: dict) -> str:
     if error.validator == "pattern":
         letters = "letters" if "A-Z" in error.validator_value else "lower-case letters"
         return f"config key {where!r}: {error.instance!r} must match {error.validator_value} ({letters}, digits, _)"
+    if error.validator == "maxLength":
+        shown = repr(error.instance[:40]) + ("..." if len(error.instance) > 40 else "")
+        return (
+            f"config key {where!r}: {shown} is longer than {error.validator_value} characters "
+            "(it names a directory, a file and a job)"
+        )
     if error.validator == "enum":
         valid = error.validator_value
         return (
@@ -227,7 +288,40 @@ def validate(config: dict) -> dict:
         raise ConfigError(_describe(errors[0], sch))
     if config.get("grouping", {}).get("mode") == "group":  # the deprecated spelling
         config["batching"]["mode"] = "auto"
+    if (why := results_dir_problem(config["results_dir"])) is not None:
+        raise ConfigError(f"config key 'results_dir': {config['results_dir']!r} {why}")
+    config["results_dir"] = config["results_dir"].rstrip("/")
     return config
+
+
+# Top-level directories of the system's own trees: no results directory lies in them.
+SYSTEM_TREES = frozenset("bin boot dev etc lib lib32 lib64 proc run sbin sys usr".split())
+
+
+def results_dir_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a results directory, or None. A relative path must name a
+    directory inside the working directory: no ``..`` (outside it), not ``.`` (the
+    working directory itself, whose config, inputs and other files the workflow would
+    write among). An absolute path must name a directory below a top-level one (not
+    ``/``, ``/tmp``) outside the system's trees (``/usr``, ``/etc``, ...). No empty,
+    ``.`` or ``..`` component, none longer than 255 bytes (what file systems take)."""
+    path = value.rstrip("/") or value
+    absolute = path.startswith("/")
+    names = path.split("/")[1:] if absolute else path.split("/")
+    if any(len(p.encode()) > 255 for p in names):
+        return "has a component longer than 255 bytes, more than file systems take"
+    if absolute:
+        if any(p in ("", ".", "..") for p in names) or len(names) < 2:
+            return "must be an absolute path below a top-level directory (not '/', '/tmp')"
+        if names[0] in SYSTEM_TREES:
+            return f"lies in the system's /{names[0]}; give a directory of your own"
+        return None
+    if any(p in ("", ".", "..") for p in names):
+        return (
+            "must name a directory inside the working directory, without '.', '..' or '//' "
+            "(e.g. results)"
+        )
+    return None
 
 
 def validate_datasets(specs) -> dict:

@@ -8,6 +8,12 @@ tag ``BNNSWEEP-SHA256:`` and the hexadecimal SHA-256 of every byte before the se
 and netCDF readers ignore bytes after the end of the HDF5 data, so the file reads as before.
 A file changed in place (by an HDF5 editor, which rewrites its end) loses its seal or no
 longer matches it.
+
+A seal may carry a *key* just before it: ``\0BNNSWEEP-KEY:`` and a fixed-length ASCII text
+(``KEY_LENGTH`` characters), covered by the seal's checksum. A cell's key says which cell it
+is, on which data and by which code (``result_check.CellKey``); a prepared dataset's, the
+checksum of its arrays. Reading a key reads the file's last bytes only, so the workflow
+knows what every cell file holds without a NetCDF parser.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from pathlib import Path
 
 TAG = b"\0BNNSWEEP-SHA256:"
 SEAL_SIZE = len(TAG) + 64
+KEY_TAG = b"\0BNNSWEEP-KEY:"
+KEY_LENGTH = 148
+KEY_SIZE = len(KEY_TAG) + KEY_LENGTH
 CHUNK = 1 << 20
 
 
@@ -33,14 +42,39 @@ def _digest(fh, length: int) -> str:
     return digest.hexdigest()
 
 
-def seal(path: str | os.PathLike) -> None:
-    """Append the seal of ``path``'s bytes to it."""
+def seal(path: str | os.PathLike, key: str | None = None) -> None:
+    """Append ``key`` (if given: ``KEY_LENGTH`` printable ASCII characters) and then the seal
+    of every byte before the seal to ``path``."""
     with open(path, "r+b") as fh:
         length = fh.seek(0, os.SEEK_END)
+        if key is not None:
+            encoded = key.encode("ascii")
+            if len(encoded) != KEY_LENGTH or not encoded.isascii() or b"\0" in encoded:
+                raise ValueError(f"a seal's key is {KEY_LENGTH} ASCII characters, got {key!r}")
+            fh.write(KEY_TAG + encoded)
+            length += KEY_SIZE
         fh.seek(0)
         hexdigest = _digest(fh, length)
         fh.seek(length)
         fh.write(TAG + hexdigest.encode())
+
+
+def sealed_key(path: str | os.PathLike) -> str | None:
+    """The key recorded before ``path``'s seal (``seal``), or None (no seal, no key, or no
+    such file). Reads the file's last bytes only: whether the rest matches the seal is
+    ``seal_problem``'s question."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size < SEAL_SIZE + KEY_SIZE:
+                return None
+            fh.seek(size - SEAL_SIZE - KEY_SIZE)
+            tail = fh.read(SEAL_SIZE + KEY_SIZE)
+    except OSError:
+        return None
+    if not (tail.startswith(KEY_TAG) and tail[KEY_SIZE:].startswith(TAG)):
+        return None
+    return tail[len(KEY_TAG) : KEY_SIZE].decode("ascii", "replace")
 
 
 def is_sealed(path: str | os.PathLike) -> bool:

@@ -3,10 +3,9 @@
 A cell file is *corrupt* when it cannot be read or its content does not match the checksum
 it records (``cell_checksum``); *stale* when it is intact but records another cell, other
 settings or an older version of its method's code than the config and code ask for now;
-*missing* when it is not there. ``bnnsweep check`` lists them; the workflow refits missing
-and stale cells by itself, and a corrupt cell once it is moved aside (``quarantine``): by
-``bnnsweep check --fix``, by the merge, or, for cells changed since their
-experiment's last merge, when the workflow starts (``quarantine_damaged_cells``).
+*missing* when it is not there. ``bnnsweep check`` lists them; the workflow finds them
+when it builds its DAG, without writing anything, and reruns the batches that hold them
+(``bnnsweep fit-batch`` refits exactly those cells and moves the corrupt ones aside).
 """
 
 from __future__ import annotations
@@ -21,136 +20,103 @@ from .sweep import Cell, code_version
 
 
 def current_attrs(cell: Cell) -> dict[str, str]:
-    """What a cell file must record to count as this cell, fitted by the current code."""
+    """What a cell file records of its cell (``results.cell_content``): the attributes its
+    identity digest is taken over (``cell_checksum.identity_digest``)."""
     return {
         "cell_json": json.dumps(cell.key(), sort_keys=True),
         "settings_json": json.dumps(cell.settings, sort_keys=True),
         "method_name": cell.method_name,
-        "code_version": code_version(cell.method_name),
     }
 
 
-def cell_state(path: str | Path, cell: Cell, check_code: bool = True) -> tuple[str, str]:
-    """(state, why) of the file ``path`` for ``cell``: state is ``current``, ``missing``,
-    ``corrupt`` (``cell_reader.integrity_problem``) or ``stale`` (another cell, other
-    settings or, with ``check_code``, another code version recorded)."""
-    from .cell_reader import integrity_problem, read_variables
+def cell_state(
+    path: str | Path, cell: Cell, data: str | None = None, code: str | None = None
+) -> tuple[str, str]:
+    """(state, why) of the file ``path`` for ``cell``, the one test of what is current that
+    the workflow's DAG, ``bnnsweep check`` and ``bnnsweep fit-batch`` share:
 
-    if not Path(path).is_file():
+    - ``missing``: no such file;
+    - ``corrupt``: its bytes do not match its seal (``file_seal.seal_problem``);
+    - ``stale``: intact, but its key (``cell_checksum.cell_key``) records another cell or
+      other settings, other data than the checksum ``data`` of the prepared dataset (when
+      known) or another code version than ``code`` (when given: ``code_reruns``);
+    - ``current``.
+
+    Reads the file's bytes (to verify the seal) and parses nothing."""
+    from .cell_checksum import identity_digest, parse_cell_key
+    from .file_seal import seal_problem, sealed_key
+
+    path = Path(path)
+    if not path.is_file():
         return "missing", "no such file"
-    if (why := integrity_problem(path)) is not None:
+    if (why := seal_problem(path)) is not None:
         return "corrupt", why
-    _, _, attrs = read_variables(path)
-    wanted = current_attrs(cell)
-    if not check_code:
-        wanted.pop("code_version")
-    differing = [name for name, value in wanted.items() if attrs.get(name) != value]
-    if differing:
-        return "stale", "it records another " + ", ".join(
-            name.removesuffix("_json").replace("_", " ") for name in differing
-        )
+    key = parse_cell_key(sealed_key(path))
+    if key is None:
+        return "stale", "it records no cell key (an older bnnsweep wrote it, or it is no cell)"
+    identity, fitted_on, fitted_by = key
+    if identity != identity_digest(current_attrs(cell)):
+        return "stale", "it records another cell or other settings"
+    if data is not None and fitted_on != data:
+        return "stale", "it was fitted on other data than the prepared dataset"
+    if code is not None and fitted_by != code:
+        return "stale", "another version of its method's code fitted it"
     return "current", ""
 
 
-def is_current(path: str | Path, cell: Cell, check_code: bool = True) -> bool:
-    """Whether ``path`` is an intact cell file of exactly this cell, fitted by the current
+def expected_code(cell: Cell, check_code: bool = True) -> str | None:
+    """The code version a current file of ``cell`` records, or None when ``check_code`` is
+    off (``code_reruns: false``)."""
+    return code_version(cell.method_name) if check_code else None
+
+
+def is_current(
+    path: str | Path, cell: Cell, data: str | None = None, code: str | None = None
+) -> bool:
+    """Whether ``path`` is an intact cell file of exactly this cell, on this data, by this
     code (``cell_state``); anything else is refitted."""
-    return cell_state(path, cell, check_code)[0] == "current"
+    return cell_state(path, cell, data, code)[0] == "current"
 
 
-def quarantine(path: str | os.PathLike, why: str = "corrupt") -> Path:
-    """Move a corrupt file aside to ``<path>.corrupt`` (``.corrupt-2``, ... if taken), so
-    that the damaged file stays for inspection, and record it in the experiment's repair log
-    (``record_repair``), so that the workflow refits the cell."""
+def data_checksums(paths) -> dict[str, str | None]:
+    """{prepared dataset file: the checksum of its arrays its seal records, None if there
+    is none (not prepared yet)} (``datasets.store.data_checksum``)."""
+    from .datasets.store import data_checksum
+
+    return {str(p): data_checksum(p) if Path(p).is_file() else None for p in paths}
+
+
+def quarantine(path: str | os.PathLike) -> Path:
+    """Move a damaged file aside to ``<path>.corrupt`` (``.corrupt-2``, ... if taken), so
+    that it stays for inspection and the workflow writes the file again."""
     path = Path(path)
     target, n = path.with_name(path.name + ".corrupt"), 1
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}.corrupt-{n}")
     os.replace(path, target)
-    record_repair(path, f"{why}; moved to {target}")
     return target
 
 
-def merged_file_of(cell: str | os.PathLike) -> Path:
-    """The merged file of a cell's experiment: ``<results>/<experiment>/merged.nc`` for the
-    cell ``<results>/<experiment>/cells/...``."""
-    path = Path(cell)
-    for parent in path.parents:
-        if parent.name == "cells":
-            return parent.parent / "merged.nc"
-    raise ValueError(f"{path} is not under an experiment's cells/ directory")
+def refit_marker(results_dir: str | Path, experiment: str, batch_id: str) -> Path:
+    """The marker output of a batch that has cells to refit when the workflow starts:
+    ``<results>/logs/<experiment>/batches/<batch>.refitted``, or ``...refitted-N`` if a
+    file of that name is there (left by a killed run, it would count as done). The same
+    in every parse of one run (a cluster job parses the workflow again): the marker
+    is made only when its batch is done, and removed when the run ends
+    (``remove_refit_markers``)."""
+    base = Path(results_dir) / "logs" / experiment / "batches" / f"{batch_id}.refitted"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
 
 
-REPAIR_LOG = "repairs.log"
-
-
-def repair_log_of(cell: str | os.PathLike) -> Path:
-    """The repair log of a cell's experiment, ``<results>/<experiment>/repairs.log``."""
-    return merged_file_of(cell).parent / REPAIR_LOG
-
-
-def record_repair(cell: str | os.PathLike, what: str) -> Path | None:
-    """Append a line on a cell moved aside or found missing to its experiment's repair log.
-    The merge rule takes the log as an input when it exists: a new or changed log makes
-    Snakemake merge again and so, first, refit the cells that are missing (a missing input
-    alone does not rerun a job whose output is newer than the inputs that remain, and
-    Snakemake ignores a modification time changed without a change of content). None for a
-    file outside an experiment's cells/ directory."""
-    import datetime as dt
-
-    try:
-        log = repair_log_of(cell)
-    except ValueError:
-        return None
-    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"{stamp} {cell}: {what}\n")
-    return log
-
-
-def quarantine_damaged_cells(
-    experiments: Mapping[str, Sequence[str]], log: Callable[[str], None], move: bool = True
-) -> list[Path]:
-    """Verify the cells changed since their experiment's merged file was written ({merged
-    file: cell files}) and move the corrupt ones aside (``quarantine``), so that the run
-    about to start refits them before it merges (Snakemake would otherwise rerun only the
-    merge, on a damaged cell). A merged file without a checksum (an older bnnsweep's) is
-    merged again, through the repair log. Cells not newer than their merged file are not
-    read: ``bnnsweep check`` finds damage that kept the old
-    modification time. Returns the corrupt cells; with ``move`` False (a dry run) they are
-    only named."""
-    from .cell_reader import integrity_problem
-    from .file_seal import is_sealed
-
-    found = []
-    for merged, cells in experiments.items():
-        try:
-            merged_time = os.stat(merged).st_mtime
-        except OSError:
-            continue
-        if not is_sealed(merged) and move:  # written before files carried a checksum
-            log_file = Path(merged).parent / REPAIR_LOG
-            with open(log_file, "a", encoding="utf-8") as fh:
-                fh.write(f"{merged}: written without a checksum; merged again\n")
-            log(f"bnnsweep: {merged} has no checksum (an older bnnsweep wrote it): merging again")
-        damaged = []
-        for cell in cells:
-            try:
-                if os.stat(cell).st_mtime <= merged_time:
-                    continue
-            except OSError:
-                continue
-            if (why := integrity_problem(cell)) is None:
-                continue
-            damaged.append(Path(cell))
-            if move:
-                where = quarantine(cell, why)
-                log(f"bnnsweep: {cell} is corrupt: {why}; moved to {where}, refitting it")
-            else:
-                log(f"bnnsweep: {cell} is corrupt: {why}; a run moves it aside and refits it")
-        found += damaged
-    return found
+def remove_refit_markers(results_dir: str | Path) -> None:
+    """Remove every batch's ``refit_marker`` (the workflow, when a run ends)."""
+    for marker in Path(results_dir).glob("logs/*/batches/*.refitted*"):
+        marker.unlink(missing_ok=True)
 
 
 @dataclass
@@ -178,11 +144,30 @@ class CheckReport:
         return out
 
 
-def check_cells(cells: Mapping[str, Cell], check_code: bool = True) -> CheckReport:
-    """The state (``cell_state``) of every expected cell file ({path: cell})."""
+def cell_states(
+    cells: Mapping[str, Cell], results_dir: str | Path, check_code: bool = True
+) -> dict[str, tuple[str, str]]:
+    """{path: ``cell_state``} of every expected cell file ({path: cell}) of a results
+    directory, each judged against the prepared dataset under ``<results_dir>/data/`` (the
+    data is not judged where it is not prepared yet). Reads, never writes."""
+    files = {
+        cell.dataset: Path(results_dir) / "data" / f"{cell.dataset}.nc" for cell in cells.values()
+    }
+    sums = data_checksums(files.values())
+    return {
+        path: cell_state(
+            path, cell, sums[str(files[cell.dataset])], expected_code(cell, check_code)
+        )
+        for path, cell in cells.items()
+    }
+
+
+def check_cells(
+    cells: Mapping[str, Cell], results_dir: str | Path, check_code: bool = True
+) -> CheckReport:
+    """The state (``cell_states``) of every expected cell file ({path: cell})."""
     report = CheckReport()
-    for path, cell in cells.items():
-        state, why = cell_state(path, cell, check_code)
+    for path, (state, why) in cell_states(cells, results_dir, check_code).items():
         if state == "current":
             report.current += 1
         else:
@@ -191,14 +176,11 @@ def check_cells(cells: Mapping[str, Cell], check_code: bool = True) -> CheckRepo
 
 
 def fix(report: CheckReport, log: Callable[[str], None]) -> None:
-    """Move the corrupt files of ``report`` aside and record its missing cells in their
-    experiments' repair logs (``record_repair``), so that the same snakemake command refits
-    them."""
-    for path, why in report.corrupt.items():
-        log(f"moved {path} to {quarantine(path, why)}")
-    for path in report.missing:
-        if (repairs := record_repair(path, "missing")) is not None:
-            log(f"recorded {path} as missing in {repairs}")
+    """Move the corrupt cell files of ``report`` (the config's own cells: the workflow
+    writes them) aside to ``<cell>.corrupt`` for inspection. The workflow refits them, and
+    the missing and stale ones, by itself."""
+    for path in report.corrupt:
+        log(f"moved {path} to {quarantine(path)}")
 
 
 def check_files(paths: Sequence[str | Path]) -> CheckReport:

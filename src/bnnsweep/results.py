@@ -406,9 +406,7 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
         if (why := content_problem(cell[0], cell[2])) is not None:
             problems[path] = why
     if problems:
-        moved = (
-            {p: str(quarantine(p, w)) for p, w in problems.items()} if quarantine_corrupt else {}
-        )
+        moved = {p: str(quarantine(p)) for p in problems} if quarantine_corrupt else {}
         raise CorruptCells(problems, moved)
     runs = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}

@@ -80,3 +80,41 @@ def clear_stale_locks(snakemake_dir: str | Path = ".snakemake", log=print) -> bo
     owner_path.unlink(missing_ok=True)
     log(f"bnnsweep: removed the Snakemake lock left by a run that was killed (pid {pid})")
     return True
+
+
+# --- one run at a time per results directory -------------------------------------------------
+
+RESULTS_LOCK = ".bnnsweep-run.lock"
+
+
+def hold_results_dir(results_dir: str | os.PathLike) -> int:
+    """Take the results directory for this run: an exclusive ``flock`` on
+    ``<results_dir>/.bnnsweep-run.lock``, held until this process ends (the file
+    descriptor returned), with this run's process, host and working directory written
+    in it. Snakemake's own lock covers one working directory only; two runs from two
+    working directories sharing one ``results_dir`` would fit every cell twice and delete
+    each other's temporary files. A ValueError naming the other run when it is held."""
+    import fcntl
+
+    path = Path(results_dir) / RESULTS_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        except (OSError, ValueError):
+            holder = {}
+        os.close(fd)
+        who = ", ".join(
+            f"{key} {holder[key]}" for key in ("pid", "host", "directory") if key in holder
+        )
+        raise ValueError(
+            f"results directory {results_dir} is in use by another run ({who or 'unknown'}); "
+            "wait until it ends, or give this sweep another results_dir"
+        ) from None
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "directory": os.getcwd()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode(), 0)
+    return fd

@@ -19,12 +19,13 @@ from .cell_writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
-from .result_check import is_current, quarantine
+from .result_check import cell_state, expected_code, quarantine
 from .results import cell_content, cell_summary, write_netcdf_atomic
 from .sweep import Cell, code_version, read_batch_spec
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
 _DATA_FILES: dict[tuple, datasets.Dataset] = {}
+_REGISTRY_CHECKSUMS: dict[str, str] = {}
 
 
 def _dataset_file(path: str | Path) -> datasets.Dataset:
@@ -45,6 +46,21 @@ def _dataset_file(path: str | Path) -> datasets.Dataset:
     return _DATA_FILES[key]
 
 
+def data_checksum_of(cell: Cell, data_path: str | Path | None = None) -> str:
+    """The checksum of the arrays of the data a cell is fitted on
+    (``datasets.store.checksum``): as the prepared file's seal records it, else computed
+    (a file without one, or the registry's dataset when there is no file)."""
+    from .datasets.store import checksum, data_checksum
+
+    if data_path and (recorded := data_checksum(data_path)) is not None:
+        return recorded
+    if data_path:
+        return checksum(_dataset_file(data_path).splits)
+    if cell.dataset not in _REGISTRY_CHECKSUMS:  # loaded from its sources: once a process
+        _REGISTRY_CHECKSUMS[cell.dataset] = checksum(datasets.load(cell.dataset).splits)
+    return _REGISTRY_CHECKSUMS[cell.dataset]
+
+
 def load_split(cell: Cell, data_path: str | Path | None = None) -> Split:
     """The cell's split, from a prepared NetCDF file if given, else from the registry."""
     dataset = _dataset_file(data_path) if data_path else datasets.load(cell.dataset)
@@ -62,13 +78,37 @@ def _no_result(split: Split, err: BaseException) -> FitResult:
     return result
 
 
+# Metrics of the test predictions that are numbers for every healthy fit (train_loglik is
+# NaN by design for methods that predict nothing on the training set).
+TEST_METRICS = ("test_rmse", "test_mse", "test_nmse", "test_loglik", "test_error_rate", "test_mad")
+
+
+def non_finite_metrics(content: CellContent) -> list[str]:
+    """The test metrics (``TEST_METRICS``) of a cell's content that are not finite."""
+    return [
+        name
+        for name in TEST_METRICS
+        if name in content.data_vars
+        and not np.all(np.isfinite(np.asarray(content.data_vars[name][1], dtype=float)))
+    ]
+
+
 def _content(
-    cell: Cell, result: FitResult, split: Split, settings, log, cpu_s: float
+    cell: Cell, result: FitResult, split: Split, settings, log, cpu_s: float, data_path
 ) -> CellContent:
+    def build():
+        return cell_content(
+            result, split, cell, dataclasses.asdict(settings), code_version(cell.method_name)
+        )
+
+    content = build()
+    if bad := non_finite_metrics(content):  # a cell is ok only if its numbers are
+        result.flag("diverged", f"non-finite {', '.join(bad)}")
+        content = build()
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    content = cell_content(
-        result, split, cell, dataclasses.asdict(settings), code_version(cell.method_name)
-    )
+    # the data it was fitted on: part of the cell's key (cell_checksum.cell_key), so that a
+    # cell fitted on other data is refitted
+    content.attrs["data_sha256"] = data_checksum_of(cell, data_path)
     # the fit's CPU time (this process, all threads): what benchmarks set against a run's
     # total CPU time; an attribute, since it differs between runs of the same cell
     content.attrs["fit_cpu_s"] = cpu_s
@@ -136,7 +176,7 @@ def fit_cell(cell: Cell, data_path=None, log=print) -> CellContent:
         result = _no_result(split, err)
     result.runtime_s = time.perf_counter() - start
     _flag_non_finite(result)
-    return _content(cell, result, split, settings, log, time.process_time() - cpu)
+    return _content(cell, result, split, settings, log, time.process_time() - cpu, data_path)
 
 
 def fit_many_cells(
@@ -167,10 +207,12 @@ def fit_many_cells(
     elapsed = (time.perf_counter() - start) / len(cells)
     cpu = (time.process_time() - cpu) / len(cells)
     out = []
-    for cell, split, result, cell_log in zip(cells, splits, results, cell_logs, strict=True):
+    for cell, split, result, cell_log, data_path in zip(
+        cells, splits, results, cell_logs, data_paths, strict=True
+    ):
         result.runtime_s = elapsed
         _flag_non_finite(result)
-        out.append(_content(cell, result, split, settings, cell_log, cpu))
+        out.append(_content(cell, result, split, settings, cell_log, cpu, data_path))
     return out
 
 
@@ -219,7 +261,8 @@ def fit_batch(spec: dict, log=print, report=None, name: str = "") -> dict[str, i
     "output": path, "data": path or None, "log": path or None}, ...]}``) in this process and
     write each cell's own file atomically as soon as it is done.
 
-    Cells whose file is already current (``is_current``) are skipped, so a batch killed
+    Cells whose file is already current (``result_check.cell_state``: this cell, on this
+    data, by this code) are skipped, a corrupt one is moved aside first, so a batch killed
     half-way and started again fits only the rest. With ``vectorise``, cells of one method,
     dataset and settings run as one ``fit_many`` (when the method has it); the others one
     after another. ``report`` (e.g. ``print``) gets a line per fitted cell: its place in
@@ -238,17 +281,31 @@ def fit_batch(spec: dict, log=print, report=None, name: str = "") -> dict[str, i
         bad = {e["data"] for e in entries if e.get("data") and Path(e["data"]) == Path(err.path)}
         if not bad:
             raise
-        moved = [f"{path} moved to {quarantine(path, str(err))}" for path in bad]
+        moved = [f"{path} moved to {quarantine(path)}" for path in bad]
         raise datasets.DataFileError(
             f"{err}; {', '.join(moved)}: the same command prepares it again"
         ) from None
 
 
 def _fit_entries(entries, vectorise, check_code, log, report) -> dict[str, int]:
-    todo = [e for e in entries if not is_current(e["output"], e["cell"], check_code)]
+    from .atomic_file import remove_stale_temporaries
+
+    todo = []
     for e in entries:
-        if e not in todo:
-            log(f"{e['cell'].path_id}: current file {e['output']} kept")
+        # half-written files of this batch's earlier run, killed while writing (the batch is
+        # the one writer of its cells: runlock keeps a second run away)
+        remove_stale_temporaries(e["output"])
+        cell = e["cell"]
+        data = data_checksum_of(cell, e.get("data"))
+        state, why = cell_state(e["output"], cell, data, expected_code(cell, check_code))
+        if state == "current":
+            log(f"{cell.path_id}: current file {e['output']} kept")
+            continue
+        if state == "corrupt":
+            log(f"{cell.path_id}: {e['output']} {why}; moved to {quarantine(e['output'])}")
+        elif state == "stale":
+            log(f"{cell.path_id}: {e['output']} is stale: {why}; refitting it")
+        todo.append(e)
     groups: dict[tuple, list[dict]] = {}
     fitted = 0
     for e in todo:

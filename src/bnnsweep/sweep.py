@@ -209,16 +209,35 @@ def files_version(files) -> str:
     return digest.hexdigest()[:16]
 
 
+# Code outside a method's imports that sets a cell's numbers: the metrics computed from its
+# predictions (results.cell_content calls them). Part of every method's code version.
+CELL_NUMBERS_MODULES = ("metrics",)
+
+
 @cache
 def code_version(method_name: str) -> str:
     """Version of the code that fits cells of a registered method: a hash of the source of
-    the module that registers it (its ``fit``, settings and cost model) and of every bnnsweep
-    module that imports (engines, models, datasets, metrics...), found without importing.
-    Editing ``methods/laplace.py`` changes the version of ``laplace`` and of the methods whose
-    module imports it (``vi_mixture``), of no other."""
+    the module that registers it (its ``fit``, settings and cost model), of every bnnsweep
+    module that imports (engines, models, datasets...), found without importing, and of
+    the modules that compute a cell's metrics (``CELL_NUMBERS_MODULES``). Editing
+    ``methods/laplace.py`` changes the version of ``laplace`` and of the methods whose
+    module imports it (``vi_mixture``), of no other; editing ``metrics.py`` that of every
+    method."""
     from .methods import module_of
 
-    return files_version(code_files(module_of(method_name).removeprefix("bnnsweep.")))
+    files = set(code_files(module_of(method_name).removeprefix("bnnsweep.")))
+    for module in CELL_NUMBERS_MODULES:
+        files.update(code_files(module))
+    return files_version(files)
+
+
+@cache
+def data_code_version() -> str:
+    """Version of the code that prepares datasets (the ``datasets`` package: loaders,
+    generators, preprocessing, the file format): a prepared file written by other code is
+    prepared again, and cells fitted on data that came out different are refitted (their
+    key records the data's checksum)."""
+    return files_version(code_files("datasets"))
 
 
 FIGURES_INIT = PACKAGE_ROOT / "figures" / "__init__.py"
@@ -332,23 +351,50 @@ def read_batch_spec(spec, name: str) -> tuple[bool, bool, list[dict]]:
     return vectorise, reruns, entries
 
 
-def write_spec(spec: dict, directory: str | Path) -> tuple[Path, str]:
-    """Write ``spec`` as JSON under ``directory``, named by the hash of its content (so a
-    changed cell, setting or code version gives another file, and a file never changes);
-    returns the path and the hash. Written atomically, and only once."""
-    import os
-    import tempfile
-
+def spec_text(spec: dict) -> tuple[str, str]:
+    """``spec`` as canonical JSON text and its hash (the first 20 hex digits of its
+    SHA-256): a changed cell, setting or code version gives another hash."""
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-    path = Path(directory) / f"{digest}.json"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    return path, digest
+    return text, hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def spec_file(directory: str | Path, text: str, digest: str) -> Path:
+    """Where the spec ``text`` (hash ``digest``) is to be found: ``<digest>.json`` under
+    ``directory``, or, if a file of that name holds anything else (damaged), the first of
+    ``<digest>-2.json``, ``<digest>-3.json``, ... that is missing or holds ``text``, so that
+    the workflow writes it again under a fresh name. Reads, never writes."""
+    directory = Path(directory)
+    n = 1
+    while True:
+        path = directory / (f"{digest}.json" if n == 1 else f"{digest}-{n}.json")
+        try:
+            if path.read_bytes() == text.encode():
+                return path
+        except FileNotFoundError:
+            return path
+        except OSError:
+            pass  # a directory, unreadable: the next name
+        n += 1
+
+
+def write_spec_file(path: str | Path, text: str) -> Path:
+    """Write a spec's text to ``path`` atomically (the workflow's job for it)."""
+    from .atomic_file import write_atomic
+
+    return write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def check_spec_name(path: str | Path, text: str) -> None:
+    """A ValueError when the spec file ``path`` (``<digest>.json`` or ``<digest>-N.json``)
+    does not hold the text its name is the hash of: damaged or edited since it was written
+    (the next run of the workflow writes it again under another name, ``spec_file``)."""
+    stem = Path(path).name.removesuffix(".json").split("-")[0]
+    if len(stem) == 20 and all(c in "0123456789abcdef" for c in stem):
+        if hashlib.sha256(text.encode()).hexdigest()[:20] != stem:
+            raise ValueError(
+                f"batch spec {path} is damaged (its content is not what its name is the hash "
+                "of): run the same command again, which writes it anew"
+            )
 
 
 def cell_index(cells: list[Cell]) -> dict[str, Cell]:

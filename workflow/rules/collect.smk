@@ -12,16 +12,15 @@ for experiment in EXPERIMENTS:
             f"merge_and_draw_{experiment}"
         input:
             cells=cell_files(experiment),
-            # cells moved aside or found missing (bnnsweep.result_check): a new line reruns
-            # the merge, and so first refits them
-            repairs=repair_log_of(experiment),
+        # update(): kept until the merge replaces them (each is written atomically), so a
+        # merge that fails leaves the last good results in place
         output:
-            merged=merged_file(experiment),
+            merged=update(merged_file(experiment)),
             figures=[
-                report(path, caption=figure_caption(kind), category=experiment)
+                update(report(path, caption=figure_caption(kind), category=experiment))
                 for kind, path in figure_outputs(experiment)
             ],
-            tables_csv=table_csv_files(experiment),
+            tables_csv=[update(path) for path in table_csv_files(experiment)],
         log:
             f"{RESULTS}/logs/{experiment}/merge.log",
         localrule: True
@@ -38,5 +37,5 @@ for experiment in EXPERIMENTS:
                 kind: figure_code(kind) for kind in EXPERIMENTS[experiment]["figures"]
             },
         shell:
-            "bnnsweep merge {input.cells:q} --quarantine-corrupt --output {output.merged:q} "
+            "bnnsweep merge {input.cells:q} --output {output.merged:q} "
             "{params.draws} > {log:q} 2>&1"

@@ -15,18 +15,6 @@ def cell_files(experiment):
     ]
 
 
-def repair_log(experiment):
-    """The experiment's repair log, if cells were ever moved aside or found missing."""
-    path = Path(RESULTS) / experiment / REPAIR_LOG
-    return [str(path)] if path.exists() else []
-
-
-def repair_log_of(experiment):
-    """An input function giving ``repair_log(experiment)`` when the DAG is built (after
-    the Snakefile has moved damaged cells aside), not when the rule is defined."""
-    return lambda wildcards: repair_log(experiment)
-
-
 def figure_outputs(experiment):
     """(kind, file) of every figure and table an experiment draws: a table's Markdown file
     (its CSV is written beside it), a figure in each of the config's `figure_format`s.
@@ -79,12 +67,31 @@ def batch_data(batch):
     return sorted({f"{RESULTS}/data/{cell.dataset}.nc" for cell in batch.cells})
 
 
+# Batch specs (bnnsweep.sweep.batch_spec) by the hash of their text; each is written by
+# the batch_spec rule (fit.smk) when its batch runs, not while the workflow is parsed.
+SPEC_TEXTS = {}
+
+
 def batch_spec_file(batch):
-    """The batch's spec (bnnsweep.sweep.batch_spec), written once under a name that is the
-    hash of its content."""
-    spec = batch_spec(batch.cells, batch.vectorised, RESULTS, CODE_RERUNS)
-    path, _ = write_spec(spec, f"{RESULTS}/batches")
+    """The batch's spec file, named by the hash of its content (a changed cell, setting or
+    code version gives another file, so Snakemake reruns exactly that batch)."""
+    text, digest = spec_text(
+        batch_spec(batch.cells, batch.vectorised, RESULTS, CODE_RERUNS)
+    )
+    path = spec_file(f"{RESULTS}/batches", text, digest)
+    SPEC_TEXTS[path.name.removesuffix(".json")] = text
     return str(path)
+
+
+def batch_needs_refit(batch):
+    """Whether a cell of the batch is missing, corrupt or stale (``STATES``)."""
+    return any(STATES[path][0] != "current" for path in batch_outputs(batch))
+
+
+def redo_marker(batch):
+    """The marker a batch with cells to refit outputs (``batch_needs_refit``;
+    bnnsweep.result_check.refit_marker)."""
+    return str(refit_marker(RESULTS, batch.cells[0].experiment, batch.batch_id))
 
 
 def batch_resource(batch, name):
@@ -106,10 +113,9 @@ def user_dataset_file(dataset):
 
 
 def user_dataset_option(dataset):
-    """`--spec FILE` for a dataset of the user's own: its config entry, written once under a
-    name that is the hash of its content."""
+    """`--spec-json JSON` for a dataset of the user's own: its config entry."""
     spec = CONFIG.get("datasets", {}).get(dataset)
     if not spec:
         return ""
-    path, _ = write_spec({dataset: spec}, f"{RESULTS}/datasets")
-    return f"--spec {shlex.quote(str(path))}"
+    text = json.dumps({dataset: spec}, sort_keys=True, separators=(",", ":"))
+    return f"--spec-json {shlex.quote(text)}"

@@ -17,5 +17,8 @@ rule prepare_data:
         runtime=10,
     params:
         spec=lambda wc: user_dataset_option(wc.dataset),
+        # the preparing code's version: editing a loader or the preprocessing prepares
+        # the data again (and refits the cells whose data then differs)
+        code=data_code_version() if CODE_RERUNS else "",
     shell:
         "bnnsweep prepare --dataset {wildcards.dataset:q} {params.spec} --output {output:q} > {log:q} 2>&1"

@@ -5,8 +5,10 @@
 # - outputs are `update()`: Snakemake does not delete the finished cells of a batch it
 #   reruns (after a kill, or because one of its cells is missing or changed);
 # - the spec file is named by the hash of every cell's settings and (with `code_reruns`)
-#   its method's code version; as a `params` value it makes Snakemake rerun exactly the
-#   batches whose cells changed, and fit-batch refits only the changed cells in them.
+#   its method's code version; as an input it makes Snakemake rerun exactly the batches
+#   whose cells changed, and fit-batch refits only the changed cells in them;
+# - a batch with a cell that is missing, corrupt or stale when the workflow starts
+#   (`STATES`, Snakefile) has a marker output that `all` asks for, so it runs.
 # Usage record (results/benchmarks/...tsv, the columns of Snakemake's `benchmark:`): the
 # job's own wall time, CPU time and peak memory, written by fit-batch from getrusage when it
 # is done; Snakemake's benchmark directive would sample the job with psutil twice a
@@ -21,8 +23,10 @@ for batch in BATCHES:
             batch.rule_name
         input:
             data=batch_data(batch),
+            spec=batch_spec_file(batch),
         output:
             [update(f) for f in batch_outputs(batch)],
+            [touch(redo_marker(batch))] if batch_needs_refit(batch) else [],
         log:
             log=f"{RESULTS}/logs/{batch.cells[0].experiment}/batches/{batch.batch_id}.log",
             usage=f"{RESULTS}/benchmarks/{batch.cells[0].experiment}/batches/{batch.batch_id}.tsv",
@@ -33,8 +37,19 @@ for batch in BATCHES:
         resources:
             mem_mb=batch_resource(batch, "mem_mb"),
             runtime=batch_resource(batch, "runtime"),
-        params:
-            spec=batch_spec_file(batch),
         shell:
             "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "
-            "bnnsweep fit-batch {params.spec:q} --log {log.log:q} --usage {log.usage:q}"
+            "bnnsweep fit-batch {input.spec:q} --log {log.log:q} --usage {log.usage:q}"
+
+
+# A batch's spec, written when the batch runs (and removed once it is done).
+rule batch_spec:
+    output:
+        temp(f"{RESULTS}/batches/{{spec}}.json"),
+    log:
+        f"{RESULTS}/logs/batches/{{spec}}.log",
+    localrule: True
+    run:
+        Path(log[0]).write_text(
+            f"{write_spec_file(output[0], SPEC_TEXTS[wildcards.spec])}\n"
+        )

@@ -4,6 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
+# The largest magnitude a value may have in original units: its square (a squared error, a
+# variance) stays finite in float64 (1e150^2 = 1e300 < 1.8e308).
+MAX_ABS_VALUE = 1e150
+
+
+def standardisation_problem(mean, scale, values) -> str | None:
+    """Why targets standardised with ``mean`` and ``scale`` would give numbers that are not
+    numbers, or None: a scale that is not finite and positive (0 makes every prediction
+    exact, NaN every metric NaN), a mean that is not finite, or ``values`` (the targets in
+    original units) beyond ``MAX_ABS_VALUE``, whose squared errors overflow."""
+    mean, scale = np.asarray(mean, dtype=float), np.asarray(scale, dtype=float)
+    if not np.all(np.isfinite(scale)) or not np.all(scale > 0):
+        return f"y_scale must be finite and positive, got {scale.ravel().tolist()[:4]}"
+    if not np.all(np.isfinite(mean)):
+        return f"y_mean must be finite, got {mean.ravel().tolist()[:4]}"
+    largest = float(np.max(np.abs(values), initial=0.0))
+    if not largest <= MAX_ABS_VALUE:
+        return f"targets reach {largest:.3g} in their own units, beyond {MAX_ABS_VALUE:g}"
+    return None
+
 
 def fit_standardiser(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-column mean and scale of ``train`` (rows are cases).

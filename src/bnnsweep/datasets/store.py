@@ -48,9 +48,31 @@ def checksum(splits: dict[str, Split]) -> str:
     return digest.hexdigest()
 
 
+def data_key(sha256: str) -> str:
+    """The seal key of a prepared dataset file (``file_seal``): ``D:`` and its arrays'
+    checksum, padded to the key length."""
+    from ..file_seal import KEY_LENGTH
+
+    return f"D:{sha256}".ljust(KEY_LENGTH, "-")
+
+
+def data_checksum(path: str | Path) -> str | None:
+    """The checksum of a prepared dataset file's arrays as its seal records it (its last
+    bytes only; ``load_netcdf`` verifies the file), or None for a file without one."""
+    from ..file_seal import sealed_key
+
+    key = sealed_key(path)
+    if key is None or not key.startswith("D:"):
+        return None
+    return key[2:66]
+
+
 def _check_columns(split: Split) -> None:
     """Output columns agree between train, test and the standardisation (Split itself checks
-    rows, input columns and finiteness)."""
+    rows, input columns and finiteness), and the standardisation gives numbers
+    (``preprocess.standardisation_problem``: y_scale 0 or NaN, targets near 1e300)."""
+    from .preprocess import standardisation_problem
+
     outputs = split.y_train.shape[1]
     for field in ("y_test", "y_mean", "y_scale"):
         values = getattr(split, field)
@@ -59,6 +81,11 @@ def _check_columns(split: Split) -> None:
                 f"split {split.name!r}: {field} has {values.shape[-1]} output columns, "
                 f"y_train has {outputs}"
             )
+    with np.errstate(over="ignore", invalid="ignore"):
+        original = [y * split.y_scale + split.y_mean for y in (split.y_train, split.y_test)]
+    why = standardisation_problem(split.y_mean, split.y_scale, np.concatenate(original))
+    if why is not None:
+        raise DatasetError(f"split {split.name!r}: {why}")
 
 
 def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
@@ -67,6 +94,7 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
     path = Path(path)
     data_vars = {}
     for split_name, split in dataset.splits.items():
+        _check_columns(split)
         if not _SPLIT_NAME.match(split_name):
             raise DatasetError(f"split name {split_name!r} cannot be stored: use [A-Za-z0-9_]")
         for field in _FIELDS:
@@ -96,7 +124,8 @@ def save_netcdf(dataset: Dataset, path: str | Path) -> Path:
             for key, value in attrs.items():
                 nc.setncattr(key, value)
 
-    return write_atomic(path, write, sealed=True)
+    # the arrays' checksum as the seal's key: what a cell fitted on this file records
+    return write_atomic(path, write, sealed=True, key=data_key(attrs["sha256"]))
 
 
 def load_netcdf(path: str | Path) -> Dataset:

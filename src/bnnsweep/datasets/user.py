@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import DatasetError, Split
-from .preprocess import standardise
+from .preprocess import MAX_ABS_VALUE, standardise
 from .registry import _REGISTRY, register
 
 ERROR_MEASURE = {"regression": "rmse", "binary": "error_rate", "multiclass": "error_rate"}
@@ -65,9 +65,7 @@ def read_table(path: Path, where: str) -> dict[str, np.ndarray]:
 
             with netCDF4.Dataset(path) as nc:
                 return {
-                    name: np.asarray(var[...])
-                    for name, var in nc.variables.items()
-                    if var.ndim == 1
+                    name: _unmasked(var[...]) for name, var in nc.variables.items() if var.ndim == 1
                 }
     except DatasetError:
         raise
@@ -76,6 +74,16 @@ def read_table(path: Path, where: str) -> dict[str, np.ndarray]:
     raise DatasetError(
         f"{where}: file {str(path)!r} is not .csv, .parquet or .nc; convert it to one of them"
     )
+
+
+def _unmasked(values) -> np.ndarray:
+    """A NetCDF variable's values with its masked entries (``_FillValue``, ``missing_value``)
+    made NaN, so that they count as missing, not as the fill number (-999, 9.97e36)."""
+    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+        if values.dtype.kind not in "fiu":
+            return np.asarray(values.filled(), dtype=object)
+        return np.ma.filled(values.astype(np.float64), np.nan)
+    return np.asarray(values)
 
 
 def _numeric(columns: dict, names: list[str], where: str, role: str) -> np.ndarray:
@@ -92,6 +100,11 @@ def _numeric(columns: dict, names: list[str], where: str, role: str) -> np.ndarr
             bad = int(np.sum(~np.isfinite(values)))
             raise DatasetError(
                 f"{where}: {role} column {name!r} has {bad} missing or infinite value(s)"
+            )
+        if np.any(np.abs(values) > MAX_ABS_VALUE):
+            raise DatasetError(
+                f"{where}: {role} column {name!r} has values beyond {MAX_ABS_VALUE:g} "
+                f"(largest {np.max(np.abs(values)):.3g}), whose squares overflow: rescale it"
             )
         out.append(values)
     return np.stack(out, axis=1)
