@@ -59,9 +59,8 @@ FIT_ONE = """
 import json, os, sys, time
 os.environ["BNNSWEEP_JAX_CACHE"] = ""
 import numpy as np
-from bnnsweep import allocator, datasets
+from bnnsweep import datasets
 from bnnsweep.methods import get_method
-allocator.tune()
 settings = json.loads(sys.argv[1])
 method = get_method("chaining")
 key = "replicates" if "replicates" in method.defaults() else "chains_per_link"

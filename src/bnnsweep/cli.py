@@ -610,9 +610,6 @@ def _user_errors() -> tuple[type, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import allocator
-
-    allocator.tune()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if argv[:1] == ["run"]:  # everything after it is Snakemake's, options included
