@@ -86,6 +86,24 @@ def clipped_texts(fig: Figure) -> list[str]:
     return problems
 
 
+def overlapping_tick_labels(fig: Figure) -> list[str]:
+    """Tick labels of different axes drawn over each other (neighbouring panels' x labels)."""
+    renderer, _, drawn = laid_out(fig)
+    drawn_ids = {id(t) for t in drawn}
+    labels = [
+        (i, t.get_window_extent(renderer), t.get_text())
+        for i, ax in enumerate(_axes(fig))
+        for t in [*ax.get_xticklabels(), *ax.get_yticklabels()]
+        if id(t) in drawn_ids and t.get_visible() and t.get_text().strip()
+    ]
+    problems = []
+    for k, (i, a, text_a) in enumerate(labels):
+        for j, b, text_b in labels[k + 1 :]:
+            if i != j and a.overlaps(b):
+                problems.append(f"{text_a!r} over {text_b!r}")
+    return problems
+
+
 def _axes(fig: Figure):
     return [*fig.axes, *(child for ax in fig.axes for child in ax.child_axes)]
 
@@ -227,6 +245,7 @@ def test_figure_text_is_inside_and_every_legend_entry_is_drawn(kind, request):
     _, ds = _merged(kind, request)
     fig = FIGURES[kind][0](ds)
     assert clipped_texts(fig) == []
+    assert overlapping_tick_labels(fig) == []
     assert cut_markers(fig) == []
     assert unmarked_legend_entries(fig) == []
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._common import method_palette, new_figure, note, note_figure, runs_frame, style
 
@@ -175,6 +176,8 @@ def toy_regression(ds: xr.Dataset) -> Figure:
                     ax.set_title(f"{method} (seed {row['seed']}, split {row['split']})")
                 if i == len(rows) - 1:
                     ax.set_xlabel("input x")
+                # few x ticks: the labels of neighbouring panels ran into each other
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             axes[i, 0].set_ylabel(f"{dataset}, {h_label}\ntarget y")
             limits = _limits(ranges)
             if limits is not None:
