@@ -362,3 +362,6 @@ def test_figures_draw_from_a_merged_file(ltu_merged_path, tmp_path):
     assert png.stat().st_size > 10_000
     (table_png,) = draw("ltu_error_table", merged_path, tmp_path / "table.png")
     assert table_png.stat().st_size > 10_000
+    md, csv = draw("ltu_error_counts", merged_path, tmp_path / "counts.md")
+    assert f"| {average} |" in md.read_text() and csv.suffix == ".csv"
+    assert "STAND-IN split" in table.loc["data", "crabs_ripley"]

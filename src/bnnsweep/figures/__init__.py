@@ -107,7 +107,7 @@ from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_bound_trace, ica_sources
-from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden
+from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
 from .mixture_target import mixture_target
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
@@ -156,7 +156,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "mixture_target": (mixture_target, ".png"),
 }
 
-MARKDOWN = {"chapter_one_checks": chapter_one_markdown}
+MARKDOWN = {"chapter_one_checks": chapter_one_markdown, "ltu_error_counts": ltu_markdown}
 """The Markdown writer of a table kind other than ``error_table``."""
 
 __all__ = [

@@ -271,3 +271,17 @@ def ltu_error_vs_hidden(ds: xr.Dataset) -> Figure:
             )
             ax.legend(fontsize="xx-small", loc="upper right", ncols=2, framealpha=0.6)
     return fig
+
+
+def ltu_markdown(frame: pd.DataFrame) -> str:
+    """:func:`ltu_error_frame` as Markdown (table ``ltu_error_counts``): one row per model,
+    one column per dataset, the FISH note last."""
+    columns = list(frame.columns)
+    lines = [
+        "# LTU test-error counts beside thesis Table 3.1",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+    ]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.to_numpy()]
+    return "\n".join(lines) + "\n"
