@@ -28,6 +28,9 @@ from bnnsweep.workflow_run import snakemake_command
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
 CELL_GLOB = "results/smoke/cells/**/*.nc"
+# the local profile quiets the per-job blocks (quiet: rules, reason, host); a dry run whose
+# planned jobs a test reads asks for them back
+SHOW_JOBS = ("--quiet", "host")
 
 
 def command(workdir: Path, config: str = "smoke.yaml") -> list[str]:
@@ -199,7 +202,9 @@ def test_batch_killed_half_way_fits_only_its_unfinished_cells(tmp_path):
     cells = lambda: [  # noqa: E731 - finished cells (temporary files start with a dot)
         p for p in workdir.glob("results/batch/cells/**/*.nc") if not p.name.startswith(".")
     ]
-    dry = subprocess.run([*command(workdir, "batch.yaml"), "-n"], capture_output=True, text=True)
+    dry = subprocess.run(
+        [*command(workdir, "batch.yaml"), "-n", *SHOW_JOBS], capture_output=True, text=True
+    )
     assert dry.stdout.count("rule fit_batch__map__") == 1, "the six cells are one batch job"
     run_and_kill(workdir, lambda: len(cells()) >= 2, config="batch.yaml")
     finished = {p: written(p) for p in cells()}
@@ -299,7 +304,9 @@ def test_job_killed_while_writing_leaves_nothing_complete(reference, tmp_path):
     assert not out.exists()
     partial = list(out.parent.glob(f".{out.name}.*.tmp.nc"))
     assert len(partial) == 1  # the half-written temporary file, under another name
-    dry = subprocess.run([*command(workdir), "-n"], capture_output=True, text=True, timeout=300)
+    dry = subprocess.run(
+        [*command(workdir), "-n", *SHOW_JOBS], capture_output=True, text=True, timeout=300
+    )
     assert out.name in dry.stdout  # Snakemake plans the cell again
     run(workdir)
     assert not partial[0].exists()  # the rerun removed the stale temporary file
