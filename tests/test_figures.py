@@ -306,9 +306,12 @@ def test_occam_hill_without_any_modes_or_evidence(tmp_path):
 def test_toy_regression_draws_one_input_datasets_with_training_data():
     fig = toy_regression(make_merged())
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    # sunspots has three inputs and is skipped; toy_sine: 2 hidden sizes x 2 methods
-    assert len(titles) == 4 and all(t.startswith("toy_sine") for t in titles)
-    assert all("seed 0" in t for t in titles)
+    # sunspots has three inputs and is skipped; toy_sine: 2 hidden sizes x 2 methods, a
+    # panel titled by its method, a row labelled by its dataset and H
+    assert len(titles) == 4 and len(set(titles)) == 2
+    rows = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+    assert len(rows) == 2 and all(r.startswith("toy_sine, H = ") for r in rows)
+    assert "seed 0" in fig.get_suptitle()
     # the 30 training points of the registered toy_sine dataset are reloaded
     assert all(_n_points(ax) == 30 for ax in fig.axes if ax.get_title())
 
