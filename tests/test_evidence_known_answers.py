@@ -20,7 +20,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from bnnsweep.engines.evidence import known_answers, tempering
+from bnnsweep.engines.evidence import known_answers, tempering, valleys
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.estimators import bdmc_estimate
 from bnnsweep.engines.evidence.result import EvidenceEstimate
@@ -82,7 +82,15 @@ def _tempering(problem, seed):
     return tempering.estimate(problem.target, settings, _rng(problem, seed, 1))
 
 
+VALLEYS = valleys.ValleySettings(starts=16, temperatures=300, particles=32, pilot_samples=100)
+
+
+def _valleys(problem, seed):
+    return valleys.estimate(problem.target, VALLEYS, _rng(problem, seed, 2))
+
+
 ESTIMATORS = {
+    "valleys": _valleys,
     "ratio": _chained("log_z_ratio", "log_z_ratio_se"),
     "ti": _chained("log_z_ti", "log_z_ti_se"),
     "ais": _chained("log_z_ais", "log_z_ais_se"),
@@ -93,6 +101,10 @@ ESTIMATORS = {
 # measured misses (estimator, problem) -> reason: the outcome table of 2026-11-27 (bias of
 # the mean over 5 seeds, mean reported s.e., hits within 3 s.e. with s.e. <= 1 nat)
 FAILING: dict[tuple[str, str], str] = {
+    ("valleys", "mixture"): "bias -0.33 to -0.43 in 4 of 5 seeds (s.e. 0.04-0.08): 16 starts "
+    "from the prior miss a narrow mode (the sum is a lower bound, as it should be)",
+    ("valleys", "linear_hierarchical"): "errors up to 0.11 with s.e. 0.01-0.07, 3/5: the "
+    "reported s.e. of 32 AIS particles misses the heavy tail of the Student-t posterior",
     ("ratio", "mixture"): "bias -8.2, s.e. 1.5, 0/5: the links' chains stay in the broad "
     "phase past the transition and hold the narrow valleys in equal shares",
     ("ti", "mixture"): "bias -19.8, s.e. 1.7, 0/5: E_lambda[phi] from chains that never "

@@ -18,7 +18,9 @@ TINY = {
                  "leapfrog": 10, "ais_particles": 8, "ais_leapfrog": 5, "ais_substeps": 20,
                  "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
                                  ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
-                 "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},
+                 "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
+                 "tempering": {"rungs": 6, "replicates": 2, "burn_in": 20, "samples": 20,
+                               "adapt_rounds": 1}},
     "pbp": {"epochs": 2, "activation": "relu"},
     "ebp": {"epochs": 2, "activation": "relu"},
     "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
@@ -27,11 +29,6 @@ TINY = {
     "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
     "ltu": {"activation": "sign", "hidden": 3, "outer": 2, "anneal_rate": 0.5},
-    "valleys": {"starts": 6, "start_iter": 200, "newton_iter": 100, "particles": 8,
-                "groups": 2, "temperatures": 50, "pilot_samples": 20,
-                "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
-                                ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
-                "noise_hyperprior": {"shape": 2.0, "rate": 0.1}},
 }  # fmt: skip
 DATASET = {
     "relu_map": "toy_two_class",
@@ -99,7 +96,7 @@ def check_network_cell(method: str, path) -> None:
             assert name in ds, name
         assert np.all(np.isfinite(ds.pred_mean.values))
         assert ds.n_grad_evals.item() > 0 or method == "exact"  # closed form: no gradients
-        if method == "chaining":
+        if method == "chaining":  # the default estimator: parallel tempering along lambda
             assert ds.log_evidence_kind.item() == "chain"
             assert ds.link_lambda.size == 6 and np.isfinite(ds.log_evidence_se.item())
             assert np.isfinite(ds.diag_log_evidence_ti.item())

@@ -17,7 +17,7 @@ Predictions average the network over the lambda = 1 samples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -25,6 +25,8 @@ from ..datasets.base import Split
 from ..engines.evidence.chaining import ChainProtocol, run_chain
 from ..engines.evidence.estimators import bdmc_estimate
 from ..engines.evidence.schedules import schedule as make_schedule
+from ..engines.evidence.tempering import TemperingSettings
+from ..engines.evidence.valleys import ValleySettings
 from ..method_base import (
     FitResult,
     check_choice,
@@ -65,7 +67,27 @@ def neal_noise_hyperprior() -> dict:
 MIN_AIS_ESS = 5.0
 """Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
-ESTIMATORS = ("bdmc", "ratio", "ti", "ais")
+ESTIMATORS = ("tempering", "valleys", "bdmc", "ratio", "ti", "ais")
+"""``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
+sec. 2 allows any reference whose evidence is known) to the posterior by AIS, summed over the
+valleys found and their 2^H H! images (``engines.evidence.valleys``); ``tempering``: the
+links exchange states (parallel tempering on an adapted ladder) and the paper's ratio is
+taken along it (stepping stone); the others run the paper's sequential links from the prior
+(``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo."""
+
+
+def _overridden(kind, key: str, overrides: dict):
+    """``kind`` (a settings dataclass) with ``overrides``; an unknown or mistyped key is named."""
+    known = {f.name: f for f in fields(kind)}
+    for name, value in overrides.items():
+        if name not in known:
+            raise ValueError(
+                f"setting {key!r} has no key {name!r}; valid: {', '.join(sorted(known))}"
+            )
+        default = getattr(kind(), name)
+        if isinstance(value, bool) or not isinstance(value, type(default) | int):
+            raise ValueError(f"setting '{key}.{name}' must be like {default!r}, got {value!r}")
+    return kind(**overrides)
 
 
 @dataclass(frozen=True)
@@ -88,7 +110,9 @@ class ChainingSettings(ModelSettings):
     start: str = "optimised"
     start_restarts: int = 8
     start_iter: int = 1000
-    estimator: str = "bdmc"
+    estimator: str = "tempering"
+    valleys: dict = field(default_factory=dict)  # overrides of ValleySettings' defaults
+    tempering: dict = field(default_factory=dict)  # overrides of TemperingSettings' defaults
     bdmc_max_gap: float = 20.0
     predictive_samples: int = 200
 
@@ -103,6 +127,10 @@ class ChainingSettings(ModelSettings):
         check_positive("ais_particles", self.ais_particles, allow_zero=True)
         check_sampler_fractions(self.target_accept, self.persistence)
         check_choice("estimator", self.estimator, ESTIMATORS)
+        self.tempering_settings().validate()
+        self.valley_settings().validate()
+        if self.estimator == "valleys" and self.hidden < 1:
+            raise ValueError("estimator 'valleys' needs hidden >= 1 (the linear model has one)")
         check_positive("bdmc_max_gap", self.bdmc_max_gap)
         check_choice("start", self.start, ("optimised", "prior"))
         check_positive("start_restarts", self.start_restarts)
@@ -130,6 +158,16 @@ class ChainingSettings(ModelSettings):
                 f"estimator 'bdmc' needs ais_particles >= replicates ({self.replicates}): "
                 "reverse AIS starts at least one particle from each lambda = 1 chain"
             )
+
+    def tempering_settings(self) -> TemperingSettings:
+        """The parallel-tempering protocol: ``TemperingSettings`` with this method's
+        ``tempering`` overrides (a key that is not a setting of it is named)."""
+        return _overridden(TemperingSettings, "tempering", self.tempering)
+
+    def valley_settings(self) -> ValleySettings:
+        """The valley-sum protocol: ``ValleySettings`` with this method's ``valleys``
+        overrides."""
+        return _overridden(ValleySettings, "valleys", self.valleys)
 
     def protocol(self) -> ChainProtocol:
         return ChainProtocol(
@@ -162,6 +200,10 @@ def sample_predictions(model: MarginalModel, samples: np.ndarray, x: np.ndarray)
 def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=print) -> FitResult:
     objective, noise = settings.build(split)
     model = MarginalModel(objective, noise)
+    if settings.estimator == "tempering":
+        return fit_tempering(split, settings, model, rng, log)
+    if settings.estimator == "valleys":
+        return fit_valleys(split, settings, model, rng, log)
     lambdas = make_schedule(settings.schedule)
     log(f"chaining over {len(lambdas) - 1} links: {np.array2string(lambdas[1:], precision=4)}")
     chain = run_chain(model, lambdas, settings.protocol(), rng, log=log)
@@ -282,11 +324,160 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
     return result
 
 
+def fit_tempering(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
+    """Chaining with swaps: every rung of the ladder (lambda_0 = 0 exact prior draws, then
+    rungs up to lambda = 1) holds a chain, neighbours exchange states, and ln p(D) is the
+    paper's product of ratios along the ladder (``engines.evidence.tempering``). The links'
+    traces are the ladder's; predictions average over the lambda = 1 rung's states."""
+    from ..engines.evidence.estimators import ratio_estimate
+    from ..engines.evidence.tempering import estimate_from_run, run_tempering
+
+    protocol = settings.tempering_settings()
+    run = run_tempering(model, protocol, rng, log=log)
+    found = estimate_from_run(run, protocol)
+    post = run.posterior_samples.reshape(-1, run.posterior_samples.shape[-1])
+    pick = np.linspace(0, len(post) - 1, min(settings.predictive_samples, len(post))).astype(int)
+    mean, var = sample_predictions(model, post[pick], split.x_test)
+    train_mean, train_var = sample_predictions(model, post[pick], split.x_train)
+    net = model.objective.network
+    result = FitResult(
+        pred_mean=mean, pred_var=var, train_mean=train_mean, train_var=train_var,
+        log_evidence=found.log_z, log_evidence_se=found.log_z_se, log_evidence_kind="chain",
+        n_grad_evals=found.n_grad_evals,
+        function_samples=net.forward(post[pick][evenly_spaced(len(pick))], split.x_test),
+    )  # fmt: skip
+    if found.status != "ok":
+        result.flag(found.status, found.reason)
+    ratios = ratio_estimate(run.ladder, run.phi)
+    log(
+        f"tempering over {len(run.ladder)} rungs: ln p(D) = {found.log_z:.3f} +- "
+        f"{found.log_z_se:.3f} (TI {found.diagnostics['log_z_ti']:.3f}), swap acceptance "
+        f"min {run.swap_accept.min():.2f}, {run.round_trips.mean():.1f} round trips per ladder"
+    )
+    nan = np.array([np.nan])
+    result.coords["link"] = np.arange(len(run.ladder))
+    result.traces.update(
+        {
+            "link_lambda": (("link",), run.ladder),
+            "link_ln_ratio": (("link",), np.concatenate([nan, ratios.ln_ratio])),
+            "link_ln_ratio_se": (("link",), np.concatenate([nan, ratios.ln_ratio_se])),
+            "link_weight_ess": (("link",), np.concatenate([nan, ratios.weight_ess])),
+            "link_acceptance": (("link",), np.concatenate([nan, run.hmc_accept])),
+            "link_step_size": (("link",), np.concatenate([nan, run.step_size.mean(axis=0)])),
+            "link_divergent": (("link",), np.concatenate([[0], run.divergent])),
+            "link_mean_phi": (("link",), run.phi.mean(axis=(1, 2))),
+            "link_swap_accept": (("link",), np.concatenate([run.swap_accept, nan])),
+            "link_phi_trace": (("link", "chain", "sample"), run.phi),
+        }
+    )
+    d = found.diagnostics
+    result.diagnostics.update(
+        log_evidence_ratio=found.log_z,
+        log_evidence_ratio_se=found.log_z_se,
+        log_evidence_ratio_se_within=d["log_z_se_within"],
+        log_evidence_ti=d["log_z_ti"],
+        log_evidence_ti_se=d["log_z_ti_se"],
+        ti_discretisation=d["ti_discretisation"],
+        swap_accept_min=float(run.swap_accept.min()),
+        round_trips=float(run.round_trips.mean()),
+        barrier=run.barrier,
+        n_links=len(run.ladder) - 1,
+        n_weights=net.n_weights,
+    )
+    return result
+
+
+def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
+    """Chaining from each valley's Gaussian reference (``engines.evidence.valleys``): ln p(D)
+    as the sum over the valleys found and their images, a lower bound and, when the coverage
+    check holds, the estimate. Predictions average the network over the AIS particles, each
+    weighted by its valley's share of the evidence and its own importance weight."""
+    from ..engines.evidence.valleys import estimate
+
+    protocol = settings.valley_settings()
+    found = estimate(model, protocol, rng, log=log)
+    objective = model.objective
+    d = found.diagnostics
+    draws, weights = d["draws"], d["draw_weights"]
+    if len(draws) == 0:
+        nan = np.full((len(split.x_test), split.n_outputs), np.nan)
+        result = FitResult(nan, nan, log_evidence_kind="chain", n_grad_evals=found.n_grad_evals)
+        result.flag(found.status, found.reason)
+        return result
+    net = objective.network
+
+    def predict(x):
+        f = net.forward(draws, x)  # (N, T, P)
+        mean = np.einsum("n,ntp->tp", weights, f)
+        spread = np.einsum("n,ntp->tp", weights, (f - mean) ** 2)
+        return mean, spread + float(weights @ model.noise_variance_mean(draws))
+
+    mean, var = predict(split.x_test)
+    train_mean, train_var = predict(split.x_train)
+    pick = np.random.default_rng(0).choice(len(draws), size=len(draws), p=weights)
+    result = FitResult(
+        pred_mean=mean,
+        pred_var=var,
+        train_mean=train_mean,
+        train_var=train_var,
+        log_evidence=found.log_z,
+        log_evidence_se=found.log_z_se,
+        log_evidence_kind="chain",
+        n_grad_evals=found.n_grad_evals,
+        function_samples=net.forward(draws[pick[evenly_spaced(len(pick))]], split.x_test),
+    )
+    if found.status != "ok":
+        result.flag(found.status, found.reason)
+    log(
+        f"valleys: ln p(D) = {found.log_z:.3f} +- {found.log_z_se:.3f} from "
+        f"{d['n_ais_valleys']} valleys ({d['n_valleys']} found, {d['n_accepted_minima']} "
+        f"minima of {protocol.starts} starts; last {protocol.coverage_fraction:.0%} of starts "
+        f"found {d['n_new_valleys']} new, {d['new_valley_share']:.1%} of the mass)"
+    )
+    result.coords["valley"] = np.arange(d["n_ais_valleys"])
+    for name in ("energy", "hits", "orbit", "laplace_log_mass", "log_mass", "log_mass_se",
+                 "ess", "stayed"):  # fmt: skip
+        result.traces[f"valley_{name}"] = (("valley",), np.asarray(d[f"valley_{name}"], float))
+    result.diagnostics.update(
+        {
+            k: d[k]
+            for k in (
+                "n_valleys",
+                "n_ais_valleys",
+                "n_accepted_minima",
+                "n_new_valleys",
+                "new_valley_share",
+                "n_merged_valleys",
+                "group_order",
+            )
+        }  # fmt: skip
+    )
+    result.diagnostics["n_weights"] = net.n_weights
+    return result
+
+
 def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
     """Cost model: every leapfrog step of the chains of every link and replicate, batched,
     and the AIS particles' steps (both directions with ``ais_reverse``), counted as calls of
     the chains' batch in proportion to the particles they move (the two batches run one
     after the other); holds every chain's samples and the predictive draws."""
+    if s.estimator == "valleys":
+        v = s.valley_settings()
+        lbfgs = v.starts * v.start_iter * 2
+        polish = v.starts * v.newton_iter * 0.1 * n_weights  # a Hessian per step, few steps
+        pilot = v.max_valleys * v.pilot_chains * 2 * v.pilot_samples * (v.leapfrog + 1)
+        ais = v.n_grad_evals(v.max_valleys)
+        held = v.max_valleys * v.particles * (n_weights + n_test * n_out)
+        # AIS and the pilot run batched over valleys x particles; typical: fewer valleys
+        return Work(lbfgs + polish + (pilot + ais) / v.particles, batch=v.particles,
+                    floats_held=held, typical=0.5)  # fmt: skip
+    if s.estimator == "tempering":
+        from ..engines.evidence.tempering import cost
+
+        protocol = s.tempering_settings()
+        grads, batch = cost(protocol)
+        held = batch * (protocol.samples + n_weights) + s.predictive_samples * n_test * n_out * 2
+        return Work(grads / batch, batch=batch, floats_held=held)
     links = len(make_schedule(s.schedule)) - 1
     chains = (links + 1) * s.replicates
     batch = max(chains, s.ais_particles)

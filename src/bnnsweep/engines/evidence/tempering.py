@@ -329,6 +329,13 @@ def estimate(
     diagnostics that decide the status (module docstring)."""
     started = time.process_time()
     res = run_tempering(target, settings, rng, log=log)
+    out = estimate_from_run(res, settings)
+    out.diagnostics["cpu_seconds"] = time.process_time() - started
+    return out
+
+
+def estimate_from_run(res: TemperingRun, settings: TemperingSettings) -> EvidenceEstimate:
+    """The stepping-stone estimate, TI and the status of a finished run (``estimate``)."""
     ratios = ratio_estimate(res.ladder, res.phi)
     ti, ti_se, _ = thermodynamic(res.ladder, res.phi)
     ti_discretisation = abs(ti - _thinned_ti(res.ladder, res.phi)) / 3.0
@@ -348,7 +355,6 @@ def estimate(
             "ladder": res.ladder,
             "hmc_accept_min": float(res.hmc_accept.min()),
             "divergent": int(res.divergent.sum()),
-            "cpu_seconds": time.process_time() - started,
         },
     )
     s = settings
