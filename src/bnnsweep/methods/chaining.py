@@ -7,11 +7,11 @@ lambda = 0 reference is the normalised prior with evidence 1. Every link is samp
 with the paper's protocol as default: 100 burn-in samples of 50 leapfrog steps, then 600
 samples of 300. Beside the paper's ratio estimator, thermodynamic integration and annealed
 importance sampling (forward, and reverse from the lambda = 1 chains' draws) are reported;
-``estimator`` picks the one stored as ``log_evidence``. The default is bidirectional Monte
-Carlo, the middle of the forward and reverse AIS bracket: on the robot arm (H = 8) the
-paper's ratio estimator with optimised starts is about 20 nats high, because the tempered
-posterior has a first-order transition near lambda = 0.05-0.075 that the links' chains do
-not cross (README, "Known bias"), while the two AIS directions agree at about 455.
+``estimator`` picks the one stored as ``log_evidence``. The default is ``tempering``: the
+links' chains exchange states (parallel tempering, ``engines.evidence.tempering``) and the
+paper's ratio is taken along the adapted ladder; ``valleys`` chains from a Gaussian
+reference in each posterior valley (``engines.evidence.valleys``). docs/evidence.md gives
+what each does on the known-answer problems and on the robot arm.
 Predictions average the network over the lambda = 1 samples.
 """
 
