@@ -38,8 +38,8 @@ class SettingsError(ValueError):
 class FitResult:
     """What a method computed for one cell, in the (possibly standardised) units it was fit in.
 
-    Predictions are over the split's test points, shape (T, P); ``train_mean``/``train_var``
-    over the training points give ``train_loglik``. ``members`` optionally holds predictions
+    Predictions ``pred_mean``, ``pred_var`` are over the split's test points, shape (T, P);
+    ``train_mean``/``train_var`` over the training points give ``train_loglik``. ``members`` optionally holds predictions
     of the parts of a method's answer (``mode`` for Laplace, ``component`` for mixtures) as
     ``dim -> (mean (M, T, P), var (M, T, P))``. ``traces`` maps a name to ``(dims, array)``;
     ``diagnostics`` holds scalars. Metrics in original units are derived from these by
