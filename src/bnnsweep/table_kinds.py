@@ -3,4 +3,4 @@
 own so that the workflow can name the files without importing matplotlib;
 ``bnnsweep.figures.FIGURES`` gives these kinds the suffix ``.md``."""
 
-TABLE_KINDS = frozenset({"error_table", "chapter_one_checks"})
+TABLE_KINDS = frozenset({"error_table", "chapter_one_checks", "ltu_error_counts"})
