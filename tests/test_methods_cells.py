@@ -42,6 +42,12 @@ DATASET = {
 OTHER_MODELS = {
     "vb_ica": ("ica_toy", "draw0", (("sources", 2),), {"outer": 2, "inner": 5}),
     "ch1_checks": ("thesis_ch1", "burglary", (), {}),
+    "vi_mixture_target": (
+        "thesis_ch1",
+        "kl_asymmetry",
+        (("components", 2),),
+        {"outer_iter": 5, "reference_starts": 1},
+    ),
     "sbn_vi": (
         "sbn_random_246",
         "span_0p5",
