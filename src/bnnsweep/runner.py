@@ -83,12 +83,20 @@ def _no_result(split: Split, err: BaseException) -> FitResult:
 TEST_METRICS = ("test_rmse", "test_mse", "test_nmse", "test_loglik", "test_error_rate", "test_mad")
 
 
-def non_finite_metrics(content: CellContent) -> list[str]:
-    """The test metrics (``TEST_METRICS``) of a cell's content that are not finite."""
+def non_finite_metrics(content: CellContent, result: FitResult | None = None) -> list[str]:
+    """The test metrics (``TEST_METRICS``) of a cell's content that are not finite, leaving
+    out ``test_loglik`` of a classifier that gives no log predictive probabilities
+    (``test_logpred`` None: the hard predictions of method ``ltu``), NaN by design."""
+    by_design = (
+        {"test_loglik"}
+        if result is not None and result.likelihood != "gaussian" and result.test_logpred is None
+        else set()
+    )
     return [
         name
         for name in TEST_METRICS
         if name in content.data_vars
+        and name not in by_design
         and not np.all(np.isfinite(np.asarray(content.data_vars[name][1], dtype=float)))
     ]
 
@@ -102,7 +110,7 @@ def _content(
         )
 
     content = build()
-    if bad := non_finite_metrics(content):  # a cell is ok only if its numbers are
+    if bad := non_finite_metrics(content, result):  # a cell is ok only if its numbers are
         result.flag("diverged", f"non-finite {', '.join(bad)}")
         content = build()
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
