@@ -45,6 +45,7 @@ FITTED = {
     "adf_toy_classification": ("adf_toy_merged", None),
     "adf_epoch_error": ("adf_toy_merged", None),
     "ica_alpha": ("ica_merged", 0),
+    "ica_alpha_rounds": ("ica_merged", 0),
     "ica_bound_trace": ("ica_merged", 0),
     "ica_sources": ("ica_merged", 0),
     "mixture_target": ("mixture_target_merged_path", None),

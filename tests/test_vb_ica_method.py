@@ -186,7 +186,9 @@ def test_cells_merge_ragged_along_source(ica_merged, toy_fits):
     assert set(merged["log_evidence_kind"].values) == {"lower_bound"}
 
 
-@pytest.mark.parametrize("kind", ["ica_alpha", "ica_bound_trace", "ica_sources"])
+@pytest.mark.parametrize(
+    "kind", ["ica_alpha", "ica_alpha_rounds", "ica_bound_trace", "ica_sources"]
+)
 def test_each_figure_draws_from_a_merged_file(kind, merged_path, tmp_path):
     assert kind in FIGURES
     (written,) = draw(kind, merged_path, tmp_path / kind)
@@ -203,6 +205,32 @@ def test_alpha_figure_states_published_and_measured_values(merged_path):
     assert any("about 3 orders of magnitude" in t and "ours (" in t for t in texts)
     assert any("phantom source is NOT switched off" in t for t in texts)
     assert any("switched off (ratio > 100) in 3/3 runs" in t for t in texts)
+
+
+def test_alpha_rounds_figure_draws_fig_6_10_with_published_and_measured(merged_path):
+    from bnnsweep.figures import load_merged
+    from bnnsweep.figures.ica import ica_alpha_rounds
+
+    merged = load_merged(merged_path)
+    fig = ica_alpha_rounds(merged)
+    texts = [" ".join(ax.get_title(loc="left").split()) for ax in fig.axes]
+    assert any("fig. 6.10" in t and "ours (" in t and "last round" in t for t in texts)
+    # one line per fitted source and run: the I = 3 panel of the toy draws 3 per run
+    toy3 = next(
+        ax for ax, t in zip(fig.axes, texts, strict=False) if "ica_toy" in t and "I = 3" in t
+    )
+    n_runs = int(((merged["dataset"] == "ica_toy") & (merged["sources"] == 3)
+                  & (merged["method"] == "vb_ica")).sum())  # fmt: skip
+    assert len(toy3.get_lines()) == 3 * n_runs
+
+
+def test_first_separated_round():
+    from bnnsweep.figures.ica import first_separated_round
+
+    rounds = np.array([[0.0, 0.1, 0.0], [0.0, 1.5, 0.2], [0.1, 2.6, 0.3], [0.1, 3.0, 0.3]])
+    assert first_separated_round(rounds) == 2.0
+    assert first_separated_round(rounds, orders=2.8) == 3.0
+    assert np.isnan(first_separated_round(rounds, orders=5.0))
 
 
 # ---- config ---------------------------------------------------------------------------------

@@ -42,9 +42,10 @@
 ``nrd_hidden_units``
     hidden units retained by NRD structure learning against the number of training cases,
     mean +- s.d. over draws (thesis fig. 6.17)
-``ica_alpha``, ``ica_bound_trace``, ``ica_sources``
-    variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, the
-    bound against update, true against recovered sources (figures/ica.py)
+``ica_alpha``, ``ica_alpha_rounds``, ``ica_bound_trace``, ``ica_sources``
+    variational Bayesian ICA (thesis figs. 6.9-6.14): log10 alpha per fitted source, its
+    evolution over the outer rounds (fig. 6.10), the bound against update, true against
+    recovered sources (figures/ica.py)
 ``chapter_one_checks``
     table: the exact examples of thesis ch. 1 (method ``ch1_checks``) beside the printed
     values
@@ -106,7 +107,7 @@ from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
 from .evidence_vs_error import evidence_vs_error
-from .ica import ica_alpha, ica_bound_trace, ica_sources
+from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
 from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
 from .mixture_target import mixture_target
 from .nrd_structure import nrd_hidden_units
@@ -137,6 +138,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_softmax_approximation": (adf_softmax_approximation, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
     "ica_alpha": (ica_alpha, ".png"),
+    "ica_alpha_rounds": (ica_alpha_rounds, ".png"),
     "ica_bound_trace": (ica_bound_trace, ".png"),
     "ica_sources": (ica_sources, ".png"),
     "chapter_one_checks": (chapter_one_checks, ".md"),
@@ -176,6 +178,7 @@ __all__ = [
     "error_table",
     "evidence_vs_error",
     "ica_alpha",
+    "ica_alpha_rounds",
     "ica_bound_trace",
     "ica_sources",
     "load_merged",

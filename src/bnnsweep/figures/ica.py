@@ -1,14 +1,20 @@
 """Figures of variational Bayesian ICA (method ``vb_ica``, thesis §6.5.5, figs. 6.9-6.14).
 
-``ica_alpha`` (figs. 6.9, 6.12)
+``ica_alpha`` (the end point of fig. 6.10; fig. 6.12's phantom source)
     log10 <alpha_i> of every fitted source of the I-source fit, sorted, one line per run
     (split, seed); one panel per dataset, method label and I; the published statement for
     the dataset beside our measured rise of the largest log10 alpha over the next.
+``ica_alpha_rounds`` (fig. 6.10)
+    the evolution of each log10 <alpha_i> during learning: the value after every outer round
+    (trace ``log10_alpha_round``) against the round, one line per source and run, coloured
+    by the source's rank at the end; one panel per dataset, method label and I, with the
+    round at which the largest log10 alpha first stands 2 orders above the next (median
+    over runs).
 ``ica_bound_trace``
     the bound after every update against the update index, one line per run; one panel per
     dataset and label, with the largest fall between consecutive updates over its runs,
     absolute and relative to |L| (the method allows ``monotone_tol``, 1e-9 relative).
-``ica_sources`` (figs. 6.10, 6.13-6.14)
+``ica_sources`` (figs. 6.9, 6.11-6.13)
     for one run per dataset (the first split and seed; the most sources, no source removed,
     largest bound): each true source against the fitted source that matches it best
     (|correlation|), the posterior mean <x_n> rescaled by least squares; for ``ica_images``
@@ -30,7 +36,7 @@ from matplotlib.figure import Figure
 from ._common import new_figure, note, note_figure, run_palette, runs_frame, style
 
 PUBLISHED = {
-    "ica_toy": "thesis fig. 6.9: one log10 alpha rises about 3 orders of magnitude; 2 sources found",
+    "ica_toy": "thesis fig. 6.10: one log10 alpha rises about 3 orders of magnitude; fig. 6.9: 2 sources found",
     "ica_images": "thesis fig. 6.12 (Corel images): the phantom source is NOT switched off",
 }
 SUBSTITUTE = {"ica_images": "generated sub-Gaussian images in place of the Corel images"}
@@ -114,6 +120,64 @@ def ica_alpha(ds: xr.Dataset) -> Figure:
             ax.legend(fontsize="x-small", loc="upper left")
             ax.set_xlabel("fitted source (sorted by alpha)")
             ax.set_ylabel("log10 <alpha>")
+    return fig
+
+
+def first_separated_round(rounds: np.ndarray, orders: float = 2.0) -> float:
+    """The first outer round (0-based row of ``rounds``, rounds x sources of log10 alpha) at
+    which the largest log10 alpha stands ``orders`` above the next; NaN if it never does."""
+    for r, row in enumerate(rounds):
+        if largest_alpha_rise(row) >= orders:
+            return float(r)
+    return float("nan")
+
+
+def ica_alpha_rounds(ds: xr.Dataset) -> Figure:
+    """Thesis fig. 6.10: log10 <alpha_i> after every outer round, per source and run."""
+    runs = _ica_runs(ds, "log10_alpha_round")
+    if runs.empty or "round" not in ds["log10_alpha_round"].dims:
+        return note_figure(
+            "no runs with log10_alpha_round (method vb_ica)", "VB ICA: alpha during learning"
+        )
+    from matplotlib import colormaps
+
+    panels = _panels(runs, ["dataset", "method", "sources"])
+    with style():
+        fig, axes = _grid(len(panels), 4.4, 3.8)
+        for ax, ((dataset, method, n_src), group) in zip(axes, panels, strict=False):
+            firsts, rises = [], []
+            ranks = colormaps["viridis"](np.linspace(0.1, 0.85, int(n_src)))
+            for k, (_, row) in enumerate(group.iterrows()):
+                rounds = ds["log10_alpha_round"].transpose("run", "round", "source")
+                rounds = rounds.values[row["run"]].astype(float)
+                rounds = rounds[np.isfinite(rounds).any(axis=1)]
+                rounds = rounds[:, np.isfinite(rounds).any(axis=0)]  # the sources it fitted
+                if rounds.size == 0:
+                    continue
+                # rank 1: the largest alpha at the end (the source switched off)
+                order = np.argsort(-np.where(np.isfinite(rounds[-1]), rounds[-1], -np.inf))
+                for rank, i in enumerate(order):
+                    ax.plot(
+                        np.arange(len(rounds)), rounds[:, i], color=ranks[rank], alpha=0.7,
+                        linewidth=0.9,
+                        label=f"source ranked {rank + 1} at the end" if k == 0 else None,
+                    )  # fmt: skip
+                firsts.append(first_separated_round(rounds))
+                rises.append(largest_alpha_rise(rounds[-1]))
+            ours = (
+                f"ours ({len(group)} runs): at the last round the largest log10 alpha - next = "
+                f"{np.nanmedian(rises):.2f} (median); first 2 orders apart at round "
+                f"{np.nanmedian(firsts):.0f} (median)"
+                if np.isfinite(firsts).any()
+                else f"ours ({len(group)} runs): largest log10 alpha - next = "
+                f"{np.nanmedian(rises):.2f} (median); never 2 orders apart"
+            )
+            lines = [f"{dataset}: {method}, I = {n_src}", PUBLISHED.get(str(dataset), "")]
+            lines += [ours, SUBSTITUTE.get(str(dataset), "")]
+            ax.set_title(_wrap(lines), fontsize=6.5, loc="left")
+            ax.legend(fontsize="x-small", loc="best")
+            ax.set_xlabel("outer round")
+            ax.set_ylabel("log10 <alpha_i>")
     return fig
 
 
