@@ -57,6 +57,11 @@ class Claim:
     ``pool_experiments``: the runs of all ``experiments`` make one row (a paper's average
     over datasets that our configs split into experiments), else each experiment its own.
     ``show_sd``: our s.d. over runs is shown too (the paper prints an s.d., not an s.e.).
+    ``runs_from``: the runs the measure sees are this function of the merged Dataset (e.g.
+    one row per run with a committee's test error, from the run's per-mode predictions)
+    rather than the merged file's own run columns. ``finding``: what was found about the
+    difference (its cause, the command that measures it), shown beside the verdict; it names
+    no number of ours (those come from the results).
     """
 
     paper: str
@@ -73,6 +78,8 @@ class Claim:
     tolerance: float = float("nan")
     pool_experiments: bool = False
     show_sd: bool = False
+    runs_from: Callable[[object], pd.DataFrame] | None = None
+    finding: str = ""
 
     def __post_init__(self) -> None:
         if not self.experiments and not (self.dataset and self.label):

@@ -23,7 +23,7 @@ from .registry import Claim, Ours, outcome, registered, verdict
 
 COLUMNS = (
     "paper", "where", "quantity", "setting", "published", "ours", "n_runs", "verdict", "data",
-    "experiment", "config", "published_value", "ours_mean", "ours_se",
+    "experiment", "config", "finding", "published_value", "ours_mean", "ours_se",
 )  # fmt: skip
 
 
@@ -86,10 +86,14 @@ def _number(value: float, se: float = math.nan) -> str:
     return f"{value:.4g} ± {se:.2g}" if math.isfinite(se) else f"{value:.4g}"
 
 
-def _runs(path: Path) -> pd.DataFrame:
+def _runs(path: Path, runs_from=None) -> pd.DataFrame:
+    """The runs of a merged file: its run columns, or ``runs_from`` of the merged Dataset
+    (test data per run, as the figures see it)."""
     from ..figures import load_merged
-    from ..results import results_frame
+    from ..results import results_frame, with_run_test_data
 
+    if runs_from is not None:
+        return runs_from(with_run_test_data(load_merged(path)))
     return results_frame(load_merged(path))
 
 
@@ -106,6 +110,7 @@ def claim_rows(
         "published_value": claim.published,
         "experiment": experiment,
         "config": configs,
+        "finding": claim.finding,
     }
     if runs is None:
         where = configs or f"none defines experiment {experiment}"
@@ -173,7 +178,7 @@ def claims_frame(
                 f"{', '.join(sorted({e for _, e in plan}))}"
             )
         plan = [(c, e) for c, e in plan if e in experiments]
-    runs_of: dict[str, pd.DataFrame | None] = {}
+    runs_of: dict[tuple, pd.DataFrame | None] = {}
     rows = []
     for claim in claims:
         mine = [e for c, e in plan if c is claim]
@@ -191,6 +196,7 @@ def claims_frame(
                     "data": "",
                     "experiment": "",
                     "config": "",
+                    "finding": claim.finding,
                     "published_value": claim.published,
                     "ours_mean": math.nan,
                     "ours_se": math.nan,
@@ -198,12 +204,15 @@ def claims_frame(
             )
         for group in [mine] if claim.pool_experiments and mine else [[e] for e in mine]:
             for experiment in group:
-                if experiment not in runs_of:
+                if (experiment, claim.runs_from) not in runs_of:
                     path = results_dir / experiment / "merged.nc"
-                    runs_of[experiment] = _runs(path) if path.is_file() else None
-            present = [runs_of[e] for e in group if runs_of[e] is not None]
+                    runs_of[experiment, claim.runs_from] = (
+                        _runs(path, claim.runs_from) if path.is_file() else None
+                    )
+            found = {e: runs_of[e, claim.runs_from] for e in group}
+            present = [r for r in found.values() if r is not None]
             runs = pd.concat(present, ignore_index=True) if present else None
-            missing = [e for e in group if runs_of[e] is None] if present else []
+            missing = [e for e, r in found.items() if r is None] if present else []
             configs = " or ".join(
                 dict.fromkeys(c for e in group if e in configured for c in configured[e].configs)
             )
@@ -212,7 +221,7 @@ def claims_frame(
 
 
 SHOWN = ("paper", "where", "quantity", "setting", "published", "ours", "n_runs", "verdict",
-         "data", "config")  # fmt: skip
+         "data", "config", "finding")  # fmt: skip
 
 
 def to_markdown(frame: pd.DataFrame) -> str:

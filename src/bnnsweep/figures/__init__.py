@@ -16,6 +16,9 @@
     log evidence and test error against hidden units, per dataset (paper 001 figs. 2-3)
 ``evidence_vs_error``
     log evidence against test NMSE per mode/run, one facet per dataset (paper 000 fig. 2)
+``evidence_committee``
+    table: the unweighted committee of a laplace run's 1, 3 and 10 modes of largest log
+    evidence, test error mean +- s.e. over runs, beside paper 000 Tables 1-2
 ``toy_regression``
     predictive mean, +-1 s.d. band, posterior function draws, targets and training data for
     one-input datasets (thesis fig. 5.3; paper 000 fig. 1)
@@ -106,6 +109,7 @@ from .bm_learning import bm_galland_iterations, bm_toy_learning
 from .chaining_diagnostics import chaining_diagnostics
 from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
+from .evidence_committee import committee_markdown, evidence_committee
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
 from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
@@ -129,6 +133,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "evidence_vs_error": (evidence_vs_error, ".png"),
     "toy_regression": (toy_regression, ".png"),
     "error_table": (error_table, ".md"),
+    "evidence_committee": (evidence_committee, ".md"),
     "chaining_diagnostics": (chaining_diagnostics, ".png"),
     "schedule_comparison": (schedule_comparison, ".png"),
     "adf_uci_table": (adf_uci_table, ".png"),
@@ -158,7 +163,11 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "mixture_target": (mixture_target, ".png"),
 }
 
-MARKDOWN = {"chapter_one_checks": chapter_one_markdown, "ltu_error_counts": ltu_markdown}
+MARKDOWN = {
+    "chapter_one_checks": chapter_one_markdown,
+    "evidence_committee": committee_markdown,
+    "ltu_error_counts": ltu_markdown,
+}
 """The Markdown writer of a table kind other than ``error_table``."""
 
 __all__ = [
@@ -176,6 +185,7 @@ __all__ = [
     "chaining_diagnostics",
     "draw",
     "error_table",
+    "evidence_committee",
     "evidence_vs_error",
     "ica_alpha",
     "ica_alpha_rounds",
