@@ -112,6 +112,10 @@ def test_verdicts():
     # the paper's own s.e. widens the band: 0.4 off, s.e. hypot(0.1, 0.2) = 0.22 -> 1.8 s.e.
     printed = Claim("p", "T", "q", 1.0, metric("x"), experiments=("e",), published_se=0.2)
     assert verdict(printed, Ours(1.4, 0.1, 4, ("d",)), False) == "within 3 s.e. (1.8)"
+    # a deterministic method (every run the same number) is judged by the tolerance
+    exact = Claim("p", "T", "q", 2.78, metric("x"), experiments=("e",), tolerance=0.005)
+    assert outcome(verdict(exact, Ours(2.779, 0.0, 5, ("d",)), False)) == "reproduced"
+    assert outcome(verdict(exact, Ours(1.089, 0.0, 5, ("d",)), False)) == "not reproduced"
 
 
 def test_metric_groups_by_axes_and_pools_on_request():

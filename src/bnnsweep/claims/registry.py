@@ -53,7 +53,8 @@ class Claim:
     merged results hold our runs (found in the shipped configs when empty: every experiment
     whose datasets and method labels contain ``dataset`` and ``label``). The verdict is
     *within* when |ours - published| <= ``within_se`` combined standard errors, or, for a
-    single run (no s.e.), when it is within ``tolerance`` (absolute; NaN: no verdict).
+    single run (no s.e.) or runs that all give the same number (a deterministic method), when
+    it is within ``tolerance`` (absolute; NaN: no verdict).
     ``pool_experiments``: the runs of all ``experiments`` make one row (a paper's average
     over datasets that our configs split into experiments), else each experiment its own.
     ``show_sd``: our s.d. over runs is shown too (the paper prints an s.d., not an s.e.).
@@ -203,6 +204,10 @@ def verdict(claim: Claim, ours: Ours, stand_in: bool) -> str:
         return "no usable runs"
     diff = ours.mean - claim.published
     pub_se = claim.published_se if math.isfinite(claim.published_se) else 0.0
+    if ours.se == 0 and pub_se == 0 and math.isfinite(claim.tolerance):
+        # a deterministic method: every run the same number, judged as one run
+        word = "within" if abs(diff) <= claim.tolerance else "outside"
+        return f"{word} tolerance {claim.tolerance:g} (every run the same)"
     if math.isfinite(ours.se):
         se = math.hypot(ours.se, pub_se)
         if se == 0:

@@ -57,6 +57,14 @@ PUBLISHED: dict[tuple[str, str, str], tuple[Reference, ...]] = {
         Reference(0.519, "thesis Table 5.2 (variational mixture, 5 components)", "thesis T5.2"),
         Reference(0.54, "paper 000 Table 2 (variational committee, 3 components)", "paper 000 T2"),
     ),
+    ("tecator", "linear_regression", "test_rmse"): (
+        Reference(2.78, "thesis Table 5.2 (linear regression, Thodberg 1996)", "thesis T5.2"),
+        Reference(2.78, "paper 000 Table 2 (linear regression, Thodberg 1996)", "paper 000 T2"),
+    ),
+    ("tecator", "quadratic_regression", "test_rmse"): (
+        Reference(0.80, "thesis Table 5.2 (quadratic regression, Thodberg 1996)", "thesis T5.2"),
+        Reference(0.80, "paper 000 Table 2 (quadratic regression, Thodberg 1996)", "paper 000 T2"),
+    ),
     ("tecator", "hmc", "test_rmse"): (
         Reference(0.481, "thesis Table 5.2 (hybrid Monte Carlo)", "thesis T5.2"),
         Reference(0.59, "paper 000 Table 2 (hybrid Monte-Carlo)", "paper 000 T2"),
