@@ -11,18 +11,18 @@ from snakemake.utils import min_version
 
 min_version("8.10")
 
-from bnnsweep.config import ConfigError, check_config_files, expand, validate
-from bnnsweep.jobsize import batching_settings, plan_batches
-from bnnsweep.result_check import cell_states, refit_marker, remove_refit_markers
-from bnnsweep.runlock import (
+from bnnsweep.sweeps.config import ConfigError, check_config_files, expand, validate
+from bnnsweep.sweeps.jobsize import batching_settings, plan_batches
+from bnnsweep.sweeps.result_check import cell_states, refit_marker, remove_refit_markers
+from bnnsweep.sweeps.runlock import (
     clear_stale_locks,
     forget_owner,
     hold_results_dir,
     record_owner,
 )
-from bnnsweep.sweep_progress import print_summary, start_sweep_progress
-from bnnsweep.table_kinds import TABLE_KINDS
-from bnnsweep.sweep import (
+from bnnsweep.sweeps.sweep_progress import print_summary, start_sweep_progress
+from bnnsweep.sweeps.table_kinds import TABLE_KINDS
+from bnnsweep.sweeps.sweep import (
     batch_spec,
     cell_index,
     data_code_version,
@@ -31,7 +31,7 @@ from bnnsweep.sweep import (
     spec_text,
     write_spec_file,
 )
-from bnnsweep.workflow_run import conda_env_file
+from bnnsweep.sweeps.workflow_run import conda_env_file
 
 # The default sweep, unless another config is given with --configfile (which would otherwise
 # be merged into this one, adding its experiments to the default ones).
@@ -44,14 +44,14 @@ report: "workflow/report/workflow.rst"
 
 
 # A sweep killed with SIGKILL leaves Snakemake's lock behind; the same command resumes it:
-# the lock is removed when the run that took it is gone (bnnsweep.runlock), never otherwise.
+# the lock is removed when the run that took it is gone (bnnsweep.sweeps.runlock), never otherwise.
 if workflow.is_main_process:
     clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
 
 
 onsuccess:
     forget_owner(".snakemake")
-    # cells by status and method, the slowest, the figures (bnnsweep.sweep_progress.summary)
+    # cells by status and method, the slowest, the figures (bnnsweep.sweeps.sweep_progress.summary)
     print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
     remove_refit_markers(RESULTS)
 
@@ -70,14 +70,14 @@ onstart:
         print(f"bnnsweep: {err}", file=sys.stderr)
         raise SystemExit(1)
     record_owner(".snakemake")
-    # every 30 s, a line with the cells done and the time left (bnnsweep.sweep_progress)
+    # every 30 s, a line with the cells done and the time left (bnnsweep.sweeps.sweep_progress)
     start_sweep_progress(
         {f"{RESULTS}/{key}.nc": cell for key, cell in CELLS.items()},
         lambda line: print(line, file=sys.stderr, flush=True),
     )
 
 
-# Cells, and the batches (one job each) they are fitted in: bnnsweep.jobsize.plan_batches,
+# Cells, and the batches (one job each) they are fitted in: bnnsweep.sweeps.jobsize.plan_batches,
 # from the config's `batching` section.
 try:
     if workflow.is_main_process:  # a key given twice, an alias bomb
@@ -110,7 +110,7 @@ os.environ["PATH"] = os.pathsep.join(
 EXPERIMENTS = CONFIG["experiments"]
 
 
-# What is current, decided here by reading (bnnsweep.result_check.cell_states: each cell
+# What is current, decided here by reading (bnnsweep.sweeps.result_check.cell_states: each cell
 # file's seal and key against the config's cell, its prepared data and its method's code);
 # nothing is written while the workflow is parsed (a dry run, --lint, --report, --summary).
 # A batch holding a cell that is missing, corrupt or stale gets an extra output, a marker

@@ -41,9 +41,9 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from bnnsweep import datasets  # noqa: E402
-from bnnsweep.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp  # noqa: E402
 from bnnsweep.methods import get_method  # noqa: E402
 from bnnsweep.models.marginal import MarginalModel  # noqa: E402
+from bnnsweep.runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp  # noqa: E402
 
 NEAL = {
     "input_hidden": {"mean": 1.0, "s": 0.2},

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from bnnsweep.workflow_run import snakemake_command
+from bnnsweep.sweeps.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "bench_dag.json"
@@ -198,8 +198,8 @@ def adf_in_one_process(config: dict, vectorise: bool) -> dict:
     (``vectorise``, as a throwaway script would) or one ``fit`` after another; CPU seconds
     of the fits and of the whole."""
     from bnnsweep import datasets
-    from bnnsweep.config import expand, validate
     from bnnsweep.methods import get_method
+    from bnnsweep.sweeps.config import expand, validate
 
     start = time.process_time()
     cells = expand(validate(config))
@@ -223,7 +223,7 @@ def adf_in_one_process(config: dict, vectorise: bool) -> dict:
 
 
 def compare_results(a: Path, b: Path) -> dict:
-    from bnnsweep.compare import differing_variables
+    from bnnsweep.cells.compare import differing_variables
 
     files = sorted(p.relative_to(a) for p in a.glob("*/cells/**/*.nc"))
     differing = {str(f): d for f in files if (d := differing_variables(a / f, b / f))}

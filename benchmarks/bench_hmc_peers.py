@@ -55,9 +55,9 @@ from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
 from bnnsweep import datasets  # noqa: E402
 from bnnsweep.engines.mcmc import hmc  # noqa: E402
 from bnnsweep.engines.optimise import minimise_weights  # noqa: E402
-from bnnsweep.jax_runtime import jax, jnp  # noqa: E402
 from bnnsweep.model_settings import ModelSettings  # noqa: E402
 from bnnsweep.models import jax_network as jn  # noqa: E402
+from bnnsweep.runtime.jax_runtime import jax, jnp  # noqa: E402
 
 NEAL = {
     "input_hidden": {"mean": 1.0, "s": 0.2},

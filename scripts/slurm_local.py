@@ -271,7 +271,7 @@ class LocalSlurm:
 
 
 def snakemake_command(workdir: Path, config: Path, *extra: str) -> list[str]:
-    from bnnsweep.workflow_run import snakemake_command as command
+    from bnnsweep.sweeps.workflow_run import snakemake_command as command
 
     return command(ROOT, workdir, config, *extra)
 
@@ -327,7 +327,7 @@ def result_files(workdir: Path) -> list[Path]:
 
 def compare_runs(a: Path, b: Path) -> dict[str, list[str]]:
     """Per result file, the data variables that differ between two runs (empty: identical)."""
-    from bnnsweep.compare import differing_variables
+    from bnnsweep.cells.compare import differing_variables
 
     files_a, files_b = result_files(a), result_files(b)
     if files_a != files_b:

@@ -35,7 +35,7 @@ def method_cells():
     """Cells of map, laplace, exact, the variational methods and pbp: traces along restart,
     group, component and epoch dimensions, string and boolean diagnostics."""
     from bnnsweep.runner import fit_cell
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     cells = {}
     for method, settings in FAST_SETTINGS.items():

@@ -38,10 +38,10 @@ def bm_density_split(x):
 
 def _bm_cells(tmp, jobs, dataset=None):
     """Fit ``bm_vi`` per (data, split, label, settings) and write its cell; paths by data."""
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.methods import get_method
     from bnnsweep.results import cell_content
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     method = get_method("bm_vi")
     paths = {}
@@ -150,13 +150,13 @@ def sbn_fit(split, seed: int = 0, **settings):
 
 
 def sbn_cell(experiment, dataset, split, label, axes, settings):
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     return Cell(experiment, dataset, split, label, "sbn_vi", 0, axes, settings)
 
 
 def sbn_write(tmp_path, cell, split, result):
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.methods import get_method
     from bnnsweep.results import cell_content
 
@@ -239,9 +239,9 @@ def ica_toy_fits():
 def ica_merged(ica_toy_fits, tmp_path_factory):
     """Cells of toy runs (I = 3 from ``ica_toy_fits``, one with I = 2: ragged along
     ``source``) and one image run, merged and written sealed; (merged path, cell paths)."""
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     root = tmp_path_factory.mktemp("ica_cells")
     runs = [("ica_toy", f"draw{k}", 3, k, *ica_toy_fits[k]) for k in ica_toy_fits]
@@ -271,7 +271,7 @@ LTU_SMALL = {"hidden": 4, "outer": 3, "anneal_rate": 0.5}
 
 
 def ltu_cell(label, settings, seed, split="0"):
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     axes = (("hidden", settings["hidden"]), ("penalty", settings["penalty"]))
     return Cell("t", "crabs_ripley", split, label, "ltu", seed, axes, settings)
@@ -315,10 +315,10 @@ def ltu_merged_path(tmp_path_factory):
 def ch1_merged_path(tmp_path_factory):
     """Every split of ``thesis_ch1`` through ``ch1_checks``, merged and sealed."""
     from bnnsweep import datasets
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.methods import get_method
     from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     tmp = tmp_path_factory.mktemp("ch1")
     method = get_method("ch1_checks")
@@ -336,10 +336,10 @@ def ch1_merged_path(tmp_path_factory):
 def mixture_target_merged_path(tmp_path_factory):
     """Thesis fig. 5.6: ``vi_mixture_target`` on split kl_asymmetry, two seeds, merged."""
     from bnnsweep import datasets
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.methods import get_method
     from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     tmp = tmp_path_factory.mktemp("mixture_target")
     method = get_method("vi_mixture_target")
@@ -364,7 +364,7 @@ def adf_merged(tmp_path, dataset, splits, methods):
     from bnnsweep import datasets
     from bnnsweep.methods import get_method
     from bnnsweep.results import cell_dataset, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     paths = []
     for split_name in splits:

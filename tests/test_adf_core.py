@@ -14,7 +14,7 @@ from bnnsweep.engines.adf.relu_moments import (
     relu_moments,
 )
 from bnnsweep.engines.adf.updates import PriorSites, adf_update, refine_prior
-from bnnsweep.jax_runtime import jnp
+from bnnsweep.runtime.jax_runtime import jnp
 
 
 def _mc_check(samples, mean, var, k=4.0):
@@ -202,7 +202,7 @@ def test_gradients_of_log_z_match_finite_differences(name):
 @pytest.mark.parametrize("name", LIKELIHOOD_CASES)
 def test_reverse_pass_equals_jax_autodiff(name):
     """The analytic reverse pass the filter uses against jax.grad of ln Z(forward(m, v))."""
-    from bnnsweep.jax_runtime import jax, jnp
+    from bnnsweep.runtime.jax_runtime import jax, jnp
 
     _, log_z, means, variances, gm, gv = _gradient_case(name)
     auto_m, auto_v = jax.grad(lambda ms, vs: jnp.sum(log_z(ms, vs)), argnums=(0, 1))(

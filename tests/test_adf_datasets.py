@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bnnsweep import datasets
-from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.datasets import classes, downloadable
+from bnnsweep.sweeps.config import ConfigError, expand, validate
 
 SETS = {  # name: (task, classes or None, n_splits, n_inputs)
     "breast_cancer": ("binary", 2, 20, 30),

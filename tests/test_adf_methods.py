@@ -5,11 +5,11 @@ import pytest
 
 from bnnsweep.datasets.base import Split
 from bnnsweep.engines.adf.replicates import ADF
-from bnnsweep.jax_runtime import jax
 from bnnsweep.methods import SettingsError, get_method
 from bnnsweep.methods.adf import EBPSettings, PBPSettings, fit, fit_many
 from bnnsweep.results import cell_dataset
-from bnnsweep.sweep import Cell
+from bnnsweep.runtime.jax_runtime import jax
+from bnnsweep.sweeps.sweep import Cell
 
 
 def _split(task: str, seed: int = 0, n: int = 60, n_test: int = 20, n_in: int = 3) -> Split:

@@ -178,7 +178,7 @@ def shrunk_standin_config(path: Path) -> Path:
 def test_standin_configs_validate_plan_and_run(tmp_path):
     from bnnsweep.claims.table import claims_frame
     from bnnsweep.cli import main
-    from bnnsweep.workflow_run import snakemake_command
+    from bnnsweep.sweeps.workflow_run import snakemake_command
 
     for name in ("adf_paper004.yaml", "adf_paper004_standin.yaml", "uci_adf_paper004.yaml"):
         assert main(["validate", str(ROOT / "config" / name)]) == 0

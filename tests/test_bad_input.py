@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bnnsweep import datasets
-from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.datasets.base import DatasetError
 from bnnsweep.method_base import SettingsError
 from bnnsweep.methods import REGISTRY, get_method
 from bnnsweep.runner import fit_cell_to_file
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.config import ConfigError, expand, validate
+from bnnsweep.sweeps.sweep import Cell
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {
@@ -184,7 +184,7 @@ def rewritten(prepared, tmp_path, change, sealed=True) -> Path:
     """A copy of the prepared file with ``change(ds)`` applied, attributes kept, and (as a
     file written by bnnsweep from bad data would be) sealed with the checksum of its bytes,
     so that the checks of its content are what refuses it."""
-    from bnnsweep.file_seal import seal
+    from bnnsweep.cells.file_seal import seal
 
     ds = xr.load_dataset(prepared, engine="netcdf4", mask_and_scale=False)
     ds = change(ds) or ds
@@ -510,8 +510,8 @@ def test_constant_targets_lose_no_fit(tmp_path):
 
     import netCDF4
 
-    from bnnsweep.config import expand, validate
     from bnnsweep.runner import fit_cell_to_file
+    from bnnsweep.sweeps.config import expand, validate
 
     csv = tmp_path / "const.csv"
     csv.write_text("x,t\n" + "".join(f"{i / 39},3.0\n" for i in range(40)))
@@ -541,7 +541,7 @@ def test_constant_targets_lose_no_fit(tmp_path):
 def test_merging_one_cell_twice_is_refused(tmp_path):
     from bnnsweep.results import merge_cells
     from bnnsweep.runner import fit_cell, write_result
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     settings = {"hidden": 1, "restarts": 1, "max_iter": 5}
     cell = Cell("m", "toy_sine", "default", "map", "map", 0, (("hidden", 1),), settings)
@@ -577,7 +577,7 @@ def test_a_cell_too_large_for_the_machine_is_refused_before_fitting(tmp_path):
 
 def test_merge_keys_may_be_overridden_and_every_shipped_config_reads(tmp_path):
     """`<<: *anchor` then a key of the anchor again is YAML's override, not a duplicate."""
-    from bnnsweep.config import load
+    from bnnsweep.sweeps.config import load
 
     path = tmp_path / "c.yaml"
     path.write_text(

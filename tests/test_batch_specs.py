@@ -5,7 +5,7 @@ fit-batch and written anew, under a fresh name, by the next run."""
 import pytest
 
 from bnnsweep.cli import main
-from bnnsweep.sweep import check_spec_name, spec_file, spec_text, write_spec_file
+from bnnsweep.sweeps.sweep import check_spec_name, spec_file, spec_text, write_spec_file
 
 SPEC = {"vectorise": False, "code_reruns": True, "cells": []}
 

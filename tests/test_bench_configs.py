@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from bnnsweep.config import expand, read_yaml, validate
+from bnnsweep.sweeps.config import expand, read_yaml, validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_dag import generated_config  # noqa: E402

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from bnnsweep import datasets
-from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.datasets.generated import unstandardised_split
 from bnnsweep.engines.boltzmann import fit_boltzmann
 from bnnsweep.engines.boltzmann import mixture as mx
@@ -25,6 +24,7 @@ from bnnsweep.engines.boltzmann.phases import (
 )
 from bnnsweep.methods import get_method
 from bnnsweep.models import boltzmann as bm
+from bnnsweep.sweeps.config import ConfigError, expand, validate
 
 METHOD = get_method("bm_vi")
 

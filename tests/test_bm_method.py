@@ -13,7 +13,6 @@ from merged_fixtures import bm_density_split as density_split
 from merged_fixtures import bm_ensemble_split as ensemble_split
 
 from bnnsweep import datasets
-from bnnsweep.config import ConfigError, expand, load, validate
 from bnnsweep.datasets.boltzmann_tasks import (
     ensemble_machines,
     ensemble_rows,
@@ -23,6 +22,7 @@ from bnnsweep.datasets.generated import unstandardised_split
 from bnnsweep.method_base import SettingsError
 from bnnsweep.methods import get_method
 from bnnsweep.models import boltzmann as bm
+from bnnsweep.sweeps.config import ConfigError, expand, load, validate
 
 METHOD = get_method("bm_vi")
 TOY = BM_TOY
@@ -266,10 +266,10 @@ def test_datasets_are_fixed_and_decode():
 def test_cells_write_and_merge(tmp_path):
     """Cells of both kinds go through the runner and the merge; learning traces of other
     lengths (a run stopped early) are padded with NaN."""
-    from bnnsweep.cell_reader import read_cell
+    from bnnsweep.cells.reader import read_cell
     from bnnsweep.results import merge_cells
     from bnnsweep.runner import fit_cell_to_file
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     base = dict(learning_rate=0.25, max_sweeps=20, init_weights="normal", init_scale=0.1, runs=2)
     cells = [

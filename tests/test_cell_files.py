@@ -1,7 +1,7 @@
 """Cell files written and read without xarray are the files and Datasets xarray gives.
 
-``cell_writer.write_cell_atomic`` writes what ``xr.Dataset.to_netcdf`` writes (variable by
-variable: type, dimensions, attributes, compression, values), and ``cell_reader.read_cell``
+``cells.writer.write_cell_atomic`` writes what ``xr.Dataset.to_netcdf`` writes (variable by
+variable: type, dimensions, attributes, compression, values), and ``cells.reader.read_cell``
 reads what ``xr.open_dataset(...).load()`` reads, for cells of every kind of variable the
 methods write and for files it does not decode itself."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bnnsweep.cell_reader import read_cell
-from bnnsweep.cell_writer import CellContent, variable, write_cell_atomic
+from bnnsweep.cells.reader import read_cell
+from bnnsweep.cells.writer import CellContent, variable, write_cell_atomic
 from bnnsweep.results import merge_cells, write_netcdf_atomic
 
 
@@ -182,7 +182,7 @@ def test_open_results_gives_every_experiment_sorted_without_warnings(tmp_path, m
 
     from bnnsweep.results import open_results
     from bnnsweep.runner import fit_cell, write_result
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     results = tmp_path / "results"
     for experiment, hidden in (("second", (12, 2)), ("first", (3,))):
@@ -245,7 +245,7 @@ def test_a_cell_without_test_predictions_keeps_its_traces_through_merge(tmp_path
     from bnnsweep.datasets.generated import unstandardised_split
     from bnnsweep.method_base import FitResult
     from bnnsweep.results import cell_content
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     rng = np.random.default_rng(0)
     split = unstandardised_split(

@@ -14,12 +14,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from bnnsweep.cell_checksum import CHECKSUM_ATTR
-from bnnsweep.cell_reader import integrity_problem, read_variables
-from bnnsweep.result_check import cell_state, check_cells, quarantine
+from bnnsweep.cells.checksum import CHECKSUM_ATTR
+from bnnsweep.cells.reader import integrity_problem, read_variables
 from bnnsweep.results import CorruptCells, merge_cells, write_netcdf_atomic
 from bnnsweep.runner import write_result
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.result_check import cell_state, check_cells, quarantine
+from bnnsweep.sweeps.sweep import Cell
 
 MAP_SETTINGS = {"hidden": 2, "restarts": 1, "max_iter": 20}
 
@@ -131,7 +131,7 @@ def test_a_flipped_bit_is_detected_or_leaves_the_content_unchanged(tmp_path, cel
 def test_cell_state_tells_current_stale_missing_and_corrupt(tmp_path, cell_file):
     """The key sealed into a cell file (cell, settings, data, code) against what is asked."""
     from bnnsweep.runner import data_checksum_of
-    from bnnsweep.sweep import code_version
+    from bnnsweep.sweeps.sweep import code_version
 
     cell = map_cell()
     path = tmp_path / "c.nc"
@@ -164,7 +164,7 @@ def test_a_corrupt_cell_is_refitted_by_the_batch_that_owns_it(tmp_path):
     current, so rerunning its batch restores it bitwise."""
     from bnnsweep.cli import main
     from bnnsweep.runner import fit_batch
-    from bnnsweep.sweep import batch_spec
+    from bnnsweep.sweeps.sweep import batch_spec
 
     assert (
         main(["prepare", "--dataset", "toy_sine", "--output", str(tmp_path / "data/toy_sine.nc")])
@@ -239,7 +239,7 @@ def test_the_same_snakemake_command_refits_a_damaged_cell(tmp_path):
     """After a complete sweep: a cell truncated, a cell edited with its time kept, a cell
     damaged with the merged file gone: each is moved aside and refitted by the next run of
     the same command, before the merge, and each ends with the undamaged sweep's results."""
-    from bnnsweep.compare import differing_variables
+    from bnnsweep.cells.compare import differing_variables
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_faults import cell_files, fits_run, fresh, run

@@ -9,10 +9,10 @@ from test_laplace import linear_split
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.estimators import bdmc_estimate
 from bnnsweep.engines.evidence.schedules import PAPER, schedule
-from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
 from bnnsweep.models.conjugate import linear_log_evidence_integrated
 from bnnsweep.models.marginal import MarginalModel
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 LINEAR = {
     "hidden": 0,

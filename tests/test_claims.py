@@ -16,11 +16,11 @@ from bnnsweep.cli import main
 def write_merged(results, experiment, dataset, label, errors, method_name="laplace"):
     """A merged file of one cell per value in ``errors``: split i predicts its two test
     targets 0 with error +-errors[i], so that the cell's test_rmse is errors[i]."""
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.datasets.generated import unstandardised_split
     from bnnsweep.method_base import FitResult
     from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     paths = []
     for i, err in enumerate(errors):

@@ -57,7 +57,7 @@ def real_files() -> dict[str, bytes]:
     fixture: hypothesis would print these bytes with every failing example.)"""
     from bnnsweep.results import merge_cells, write_netcdf_atomic
     from bnnsweep.runner import fit_cell, write_result
-    from bnnsweep.sweep import Cell, batch_spec
+    from bnnsweep.sweeps.sweep import Cell, batch_spec
 
     base = Path(tempfile.mkdtemp(prefix="fuzz-pool-"))
     quiet = {"log": lambda m: None}

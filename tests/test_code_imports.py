@@ -1,12 +1,12 @@
-"""Import statements parsed once per file content (bnnsweep.code_imports), and the code
-versions built on them (bnnsweep.sweep.code_files)."""
+"""Import statements parsed once per file content (bnnsweep.sweeps.code_imports), and the code
+versions built on them (bnnsweep.sweeps.sweep.code_files)."""
 
 import ast
 import json
 
 import pytest
 
-from bnnsweep import code_imports, sweep
+from bnnsweep.sweeps import code_imports, sweep
 
 SOURCE = """
 import os, bnnsweep.metrics

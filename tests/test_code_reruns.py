@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from bnnsweep.workflow_run import snakemake_command
+from bnnsweep.sweeps.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bnnsweep.config import ConfigError, expand, load, validate
+from bnnsweep.sweeps.config import ConfigError, expand, load, validate
 
 BASE = {
     "experiments": {
@@ -127,12 +127,12 @@ def test_yaml_round_trip_of_default_config_is_stable():
 
 
 def test_schema_spells_the_sweep_axes_as_declared():
-    """``method_entry`` of the schema has exactly the axes of ``bnnsweep.axes`` (and
+    """``method_entry`` of the schema has exactly the axes of ``bnnsweep.sweeps.axes`` (and
     ``method``), each as a scalar or a non-empty list of distinct values of its type, least
     value and pattern; every registered method sweeps only declared axes."""
-    from bnnsweep.axes import AXES
-    from bnnsweep.config import schema
     from bnnsweep.methods import REGISTRY
+    from bnnsweep.sweeps.axes import AXES
+    from bnnsweep.sweeps.config import schema
 
     entry = schema()["$defs"]["method_entry"]["properties"]
     assert set(entry) == {"method", *AXES}

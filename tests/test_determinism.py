@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from bnnsweep.compare import differing_variables
+from bnnsweep.cells.compare import differing_variables
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow

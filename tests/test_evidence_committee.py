@@ -15,11 +15,11 @@ MODES = [(-10.0, 0, 9.0), (-20.0, 1, 1.0), (-30.0, 1, 2.0), (-40.0, 1, 4.0)]
 
 def write_laplace_runs(results, experiment, dataset, shifts=(0.0, 0.5)):
     """One laplace cell per shift: its modes predict (v + shift, -(v + shift))."""
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.datasets.generated import unstandardised_split
     from bnnsweep.method_base import FitResult
     from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     paths = []
     for i, shift in enumerate(shifts):

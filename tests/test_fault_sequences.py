@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bnnsweep import datasets, runner
-from bnnsweep.cell_reader import read_any
-from bnnsweep.file_seal import seal_problem
-from bnnsweep.result_check import cell_states
+from bnnsweep.cells.file_seal import seal_problem
+from bnnsweep.cells.reader import read_any
 from bnnsweep.results import merge_cells, write_netcdf_atomic
-from bnnsweep.sweep import Cell, batch_spec, cell_index
+from bnnsweep.sweeps.result_check import cell_states
+from bnnsweep.sweeps.sweep import Cell, batch_spec, cell_index
 
 SEQUENCES = int(os.environ.get("FAULT_SEQUENCES", "200"))
 SETTINGS = {"hidden": 0, "grid": 21}

@@ -19,11 +19,13 @@ import pytest
 import xarray as xr
 import yaml
 
-from bnnsweep import atomic_file, cell_writer, runner
-from bnnsweep.compare import differing_variables
-from bnnsweep.runlock import OWNER_FILE, clear_stale_locks, forget_owner, record_owner
-from bnnsweep.sweep import Cell
-from bnnsweep.workflow_run import snakemake_command
+from bnnsweep import runner
+from bnnsweep.cells import atomic_file
+from bnnsweep.cells import writer as cell_writer
+from bnnsweep.cells.compare import differing_variables
+from bnnsweep.sweeps.runlock import OWNER_FILE, clear_stale_locks, forget_owner, record_owner
+from bnnsweep.sweeps.sweep import Cell
+from bnnsweep.sweeps.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
@@ -265,7 +267,7 @@ def test_a_lock_taken_after_a_dead_owner_was_recorded_is_kept(tmp_path):
 
 DIE_WHILE_WRITING = """
 import os, signal, sys
-from bnnsweep import cell_writer
+from bnnsweep.cells import writer as cell_writer
 write = cell_writer.write_cell
 def dying(content, path):
     write(content, path)

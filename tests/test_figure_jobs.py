@@ -13,7 +13,7 @@ import pytest
 
 from bnnsweep.results import merge_cells, write_netcdf_atomic
 from bnnsweep.runner import fit_cell, write_result
-from bnnsweep.sweep import Cell, batch_spec
+from bnnsweep.sweeps.sweep import Cell, batch_spec
 
 MAP = {"hidden": 2, "restarts": 1, "max_iter": 20, "activation": "erf"}
 

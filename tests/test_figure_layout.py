@@ -23,7 +23,7 @@ from test_figure_legends import _has_data, _legend_entries, _merged
 
 from bnnsweep.figures import FIGURES, draw
 from bnnsweep.figures._common import DPI
-from bnnsweep.table_kinds import TABLE_KINDS
+from bnnsweep.sweeps.table_kinds import TABLE_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ("config.yaml", "smoke.yaml")

@@ -25,7 +25,7 @@ from test_seed_figures import _softmax_merged, _sunspot_merged
 from bnnsweep.figures import FIGURES, load_merged, method_palette
 from bnnsweep.methods import names
 from bnnsweep.results import with_run_test_data
-from bnnsweep.table_kinds import TABLE_KINDS
+from bnnsweep.sweeps.table_kinds import TABLE_KINDS
 
 SYNTHETIC = {
     "occam_hill": make_merged,

@@ -14,7 +14,7 @@ PROBE = """
 import json, sys
 from bnnsweep.methods import get_method
 from bnnsweep.runner import import_libraries, load_split
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 name, settings, preload = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "1"
 axes = (("hidden", settings["hidden"]),)

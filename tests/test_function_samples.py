@@ -6,7 +6,7 @@ import xarray as xr
 
 from bnnsweep.engines.evidence.laplace import HessianFactor
 from bnnsweep.runner import fit_cell_to_file
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 
 def test_hessian_factor_draws_have_covariance_a_inverse():

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from bnnsweep.datasets.base import Split
-from bnnsweep.jax_runtime import jax
 from bnnsweep.methods import relu_reference as ref
+from bnnsweep.runtime.jax_runtime import jax
 
 
 def _split(task: str, seed: int = 0, n: int = 60, n_test: int = 20, n_in: int = 3) -> Split:

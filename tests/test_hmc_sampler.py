@@ -8,7 +8,7 @@ from scipy import stats
 from bnnsweep.engines.mcmc import hmc
 from bnnsweep.engines.mcmc.diagnostics import effective_sample_size, split_rhat
 from bnnsweep.engines.mcmc.hmc import sample
-from bnnsweep.jax_runtime import jax, jnp
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 MEAN = np.array([1.0, -2.0])
 COV = np.array([[1.0, 0.9], [0.9, 1.0]])

@@ -4,10 +4,10 @@ JAX Gibbs conditionals of the hyperparameters have the conjugate Gamma moments."
 import numpy as np
 import pytest
 
-from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.models import GammaPrior, Network, make_prior
 from bnnsweep.models import jax_network as jn
 from bnnsweep.models.objective import PenalisedError
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 HYPER = {
     "weights": {"shape": 2.0, "rate": 1.0},

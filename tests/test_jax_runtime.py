@@ -15,7 +15,7 @@ import pytest
 PROBE = """
 import json, os
 full = sorted(os.sched_getaffinity(0))
-from bnnsweep.jax_runtime import jax, jnp
+from bnnsweep.runtime.jax_runtime import jax, jnp
 x = jnp.ones((200, 200))
 (x @ x).block_until_ready()
 threads = {}
@@ -54,7 +54,7 @@ def _pool(report: dict) -> list:
 def test_one_pool_thread_and_full_affinity_back(inherited):
     """Without XLA_FLAGS, and with our own defaults inherited from a parent process, the
     pool has one thread, and every thread of the process may run on every CPU again."""
-    from bnnsweep import jax_runtime
+    from bnnsweep.runtime import jax_runtime
 
     report = _probe(jax_runtime._DEFAULT_XLA_FLAGS if inherited else None)
     assert len(_pool(report)) == 1
@@ -76,7 +76,7 @@ def test_users_own_flags_are_left_alone():
 def test_xla_reads_every_flag_after_our_defaults(tmp_path):
     """Our default XLA_FLAGS hold XLA flags only: XLA stops at a token that is not one and
     silently ignores every flag after it. A dump directory appended after them is used."""
-    from bnnsweep import jax_runtime
+    from bnnsweep.runtime import jax_runtime
 
     assert all(token.startswith("--xla_") for token in jax_runtime._DEFAULT_XLA_FLAGS.split())
     dump = tmp_path / "dump"

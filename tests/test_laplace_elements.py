@@ -13,7 +13,7 @@ from bnnsweep.figures.laplace_elements import element_effects, variant_frame
 from bnnsweep.figures.occam_hill import occam_hill
 from bnnsweep.methods import get_method
 from bnnsweep.results import cell_dataset, merge_cells, write_netcdf_atomic
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 BASE = {"activation": "tanh", "restarts": 3, "cycles": 6, "max_iter": 150, "newton_steps": 15}
 PAPER = {"evidence": "paper", "gamma_hessian": "exact", "modes": "all"}

@@ -11,7 +11,6 @@ from merged_fixtures import ltu_cell as _cell
 from merged_fixtures import ltu_fit as _fit
 
 from bnnsweep import datasets
-from bnnsweep.config import expand, load
 from bnnsweep.engines.ltu import (
     LearningSchedule,
     annealing_temperatures,
@@ -38,6 +37,7 @@ from bnnsweep.models.threshold_network import (
     zero_temperature_energy,
 )
 from bnnsweep.results import cell_dataset, with_run_test_data
+from bnnsweep.sweeps.config import expand, load
 
 # ---------------------------------------------------------------- tiny networks, enumeration
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bnnsweep import cli
-from bnnsweep.cell_reader import read_cell
+from bnnsweep.cells.reader import read_cell
 from bnnsweep.methods import get_method, names
 
 SMALL_DATASET = {

@@ -8,7 +8,7 @@ import xarray as xr
 from bnnsweep.methods import REGISTRY
 from bnnsweep.results import merge_cells
 from bnnsweep.runner import fit_cell_to_file
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 TINY = {
     "laplace": {"restarts": 2, "cycles": 2},

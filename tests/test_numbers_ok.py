@@ -13,7 +13,7 @@ from bnnsweep.datasets.base import DataFileError, Dataset, DatasetError, Split
 from bnnsweep.datasets.user import build_splits
 from bnnsweep.method_base import FitResult
 from bnnsweep.runner import _content, non_finite_metrics
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 
 def toy(y_scale=1.0, y_mean=0.0, y=None) -> Dataset:

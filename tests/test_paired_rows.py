@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bnnsweep.cell_writer import write_cell_atomic
+from bnnsweep.cells.writer import write_cell_atomic
 from bnnsweep.figures import error_table
 from bnnsweep.figures._common import runs_frame
 from bnnsweep.figures._paired import paired_differences
 from bnnsweep.results import merge_cells, with_run_test_data
 from bnnsweep.runner import fit_cell
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps.sweep import Cell
 
 COMMON = {"hidden": 3, "restarts": 1, "outer_iter": 10, "max_iter": 40}
 LABELS = {

@@ -4,9 +4,9 @@ cell records it (``fit_cpu_s``), else on its wall time (``runtime_s``)."""
 import netCDF4
 import pytest
 
-from bnnsweep import jobsize
-from bnnsweep.config import expand, validate
 from bnnsweep.runner import fit_cell_to_file
+from bnnsweep.sweeps import jobsize
+from bnnsweep.sweeps.config import expand, validate
 
 CONFIG = {
     "experiments": {
@@ -32,7 +32,7 @@ def measured(tmp_path_factory):
 def _record(results, cell, runtime_s, fit_cpu_s=None):
     """Overwrite a cell file's measured times (sealed again: an edited cell is otherwise
     damaged, and calibration skips it)."""
-    from bnnsweep.file_seal import seal
+    from bnnsweep.cells.file_seal import seal
 
     path = results / f"{cell.path_id}.nc"
     with netCDF4.Dataset(path, "a") as nc:
@@ -170,8 +170,8 @@ def test_fit_jobs_are_scheduled_longest_first_after_their_data(tmp_path):
 
     import yaml
 
-    from bnnsweep.sweep import cell_index
-    from bnnsweep.workflow_run import snakemake_command
+    from bnnsweep.sweeps.sweep import cell_index
+    from bnnsweep.sweeps.workflow_run import snakemake_command
 
     config = {
         "experiments": {

@@ -7,7 +7,7 @@ import pty
 import subprocess
 import sys
 
-from bnnsweep.progress import ProgressLog, format_seconds
+from bnnsweep.sweeps.progress import ProgressLog, format_seconds
 
 
 class Clock:

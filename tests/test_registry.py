@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from bnnsweep import jobsize
 from bnnsweep.methods import REGISTRY, Method, Work, get_method, index, names, register
-from bnnsweep.sweep import Cell
+from bnnsweep.sweeps import jobsize
+from bnnsweep.sweeps.sweep import Cell
 
 
 def test_the_index_read_from_sources_is_what_the_modules_register():
@@ -147,7 +147,7 @@ def test_fitting_a_numpy_method_loads_neither_jax_nor_figures_nor_xarray(tmp_pat
 
 def test_a_methods_code_version_hashes_its_registering_module_and_not_the_registry():
     from bnnsweep.methods import module_of
-    from bnnsweep.sweep import PACKAGE_ROOT, code_files, code_version
+    from bnnsweep.sweeps.sweep import PACKAGE_ROOT, code_files, code_version
 
     files = code_files(module_of("map").removeprefix("bnnsweep."))
     method_files = {
@@ -165,7 +165,7 @@ def test_the_jobs_conda_env_installs_this_checkout_pinned_by_the_lock(tmp_path):
 
     import yaml
 
-    from bnnsweep.workflow_run import conda_env_file
+    from bnnsweep.sweeps.workflow_run import conda_env_file
 
     root = Path(__file__).resolve().parents[1]
     path = conda_env_file(root, tmp_path / "envs")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bnnsweep.runlock import RESULTS_LOCK, hold_results_dir
-from bnnsweep.workflow_run import snakemake_command
+from bnnsweep.sweeps.runlock import RESULTS_LOCK, hold_results_dir
+from bnnsweep.sweeps.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLD = "import sys, time; from bnnsweep.runlock import hold_results_dir as h; h(sys.argv[1]); print('held', flush=True); time.sleep(600)"
+HOLD = "import sys, time; from bnnsweep.sweeps.runlock import hold_results_dir as h; h(sys.argv[1]); print('held', flush=True); time.sleep(600)"
 
 
 def holder(results: Path) -> subprocess.Popen:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bnnsweep.cells.run_stack import stack_runs
 from bnnsweep.results import _run_dataset, _run_variables, concat_runs, merge_cells
-from bnnsweep.run_stack import stack_runs
 
 
 def cell(dataset="a", n_test=3, method="m", seed=0, extra=None, groups=None):
-    """A cell as ``cell_reader.read_any`` gives it: variables, coordinate names, attributes."""
+    """A cell as ``cells.reader.read_any`` gives it: variables, coordinate names, attributes."""
     rng = np.random.default_rng(seed)
     variables = {
         "pred_mean": (("test_point", "output"), rng.normal(size=(n_test, 1)), {"units": "y"}),
@@ -106,8 +106,8 @@ def test_merges_of_every_fast_method_are_those_of_concat(tmp_path, method_cells,
     and with xr.concat alone: identical files' content."""
     import dataclasses
 
-    from bnnsweep import run_stack
-    from bnnsweep.cell_writer import write_cell_atomic
+    from bnnsweep.cells import run_stack
+    from bnnsweep.cells.writer import write_cell_atomic
 
     paths = []
     for method, content in method_cells.items():

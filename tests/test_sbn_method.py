@@ -9,8 +9,7 @@ from merged_fixtures import sbn_fit as fit
 from merged_fixtures import sbn_small_ensemble as small_ensemble
 
 from bnnsweep import datasets
-from bnnsweep.cell_reader import read_cell
-from bnnsweep.config import expand, load
+from bnnsweep.cells.reader import read_cell
 from bnnsweep.datasets.bars import bars_distribution
 from bnnsweep.datasets.sbn_ensembles import SPANS, span_split_name, split_span
 from bnnsweep.figures import draw
@@ -23,6 +22,7 @@ from bnnsweep.models.sigmoid_belief import (
     unpack_parameters,
 )
 from bnnsweep.results import merge_cells
+from bnnsweep.sweeps.config import expand, load
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "thesis_sbn.yaml"
 METHOD = get_method("sbn_vi")

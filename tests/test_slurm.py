@@ -58,8 +58,8 @@ def smoke_batches() -> int:
     batching packs short cells across method labels)."""
     import yaml
 
-    from bnnsweep.config import expand, validate
-    from bnnsweep.jobsize import batching_settings, plan_batches
+    from bnnsweep.sweeps.config import expand, validate
+    from bnnsweep.sweeps.jobsize import batching_settings, plan_batches
 
     config = validate(yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text()))
     return len(plan_batches(expand(config), batching_settings(config)))

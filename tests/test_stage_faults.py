@@ -16,7 +16,7 @@ from pathlib import Path
 import netCDF4
 import pytest
 
-from bnnsweep.compare import differing_variables
+from bnnsweep.cells.compare import differing_variables
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow

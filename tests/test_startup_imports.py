@@ -73,8 +73,8 @@ def test_planning_the_default_sweep_loads_no_scipy_sklearn_or_jax():
     DAG, while both cores waited for the first job)."""
     code = (
         "import yaml\n"
-        "from bnnsweep.config import expand, validate\n"
-        "from bnnsweep.jobsize import batching_settings, plan_batches\n"
+        "from bnnsweep.sweeps.config import expand, validate\n"
+        "from bnnsweep.sweeps.jobsize import batching_settings, plan_batches\n"
         "config = validate(yaml.safe_load(open('config/config.yaml')))\n"
         "batches = plan_batches(expand(config), batching_settings(config))\n"
         "assert len({c.method_name for b in batches for c in b.cells}) >= 7\n"

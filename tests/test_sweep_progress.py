@@ -1,8 +1,8 @@
 """The sweep's progress line: cells done of all, and the time left from the plan's estimates
 calibrated per method on the finished cells and divided by this run's parallelism."""
 
-from bnnsweep import jobsize
-from bnnsweep.sweep_progress import SweepProgress, TimeLeft, cell_estimates
+from bnnsweep.sweeps import jobsize
+from bnnsweep.sweeps.sweep_progress import SweepProgress, TimeLeft, cell_estimates
 
 
 def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
@@ -37,7 +37,7 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
 
 
 def test_cells_that_cannot_be_priced_count_as_the_median():
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     ok = Cell("e", "toy_sine", "default", "map", "map", 0, (("hidden", 2),), {"hidden": 2})
     bad = Cell("e", "no_such_dataset", "default", "map", "map", 0, (("hidden", 2),), {})
@@ -105,8 +105,8 @@ def test_a_line_every_interval_even_when_no_cell_finishes(tmp_path):
 
 
 def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
-    from bnnsweep.sweep import Cell
-    from bnnsweep.sweep_progress import summary
+    from bnnsweep.sweeps.sweep import Cell
+    from bnnsweep.sweeps.sweep_progress import summary
 
     def cell(method, seed):
         return Cell("e", "toy_sine", "default", method, method, seed, (), {})

@@ -1,11 +1,12 @@
-"""The user cache folder (bnnsweep.user_cache) and what happens without one."""
+"""The user cache folder (bnnsweep.runtime.user_cache) and what happens without one."""
 
 from pathlib import Path
 
 import pytest
 
-from bnnsweep import code_imports, user_cache
 from bnnsweep.figures import theme
+from bnnsweep.runtime import user_cache
+from bnnsweep.sweeps import code_imports
 
 
 def test_the_folder_follows_xdg_cache_home(tmp_path, monkeypatch):
@@ -30,7 +31,7 @@ def no_home(monkeypatch):
 
 
 def test_without_a_home_directory_nothing_is_cached_and_nothing_fails(no_home, tmp_path):
-    from bnnsweep.jax_runtime import cache_dir
+    from bnnsweep.runtime.jax_runtime import cache_dir
 
     assert user_cache.user_cache_dir() is None and cache_dir() is None
     assert theme.cache_file() is None and theme.theme() == theme.from_seaborn()

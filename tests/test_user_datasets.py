@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from bnnsweep import datasets
-from bnnsweep.config import ConfigError, expand, validate
 from bnnsweep.datasets.user import build_splits, register_user_datasets
+from bnnsweep.sweeps.config import ConfigError, expand, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 YACHT = ROOT / "config" / "data" / "yacht.csv"
@@ -119,7 +119,7 @@ def test_config_errors_are_config_errors():
 def _run_example(tmp_path, change=None):
     """config/user_dataset.yaml through Snakemake in ``tmp_path`` (its CSV by absolute path,
     the closed-form method only), a second dataset from the same file with k folds."""
-    from bnnsweep.workflow_run import snakemake_command
+    from bnnsweep.sweeps.workflow_run import snakemake_command
 
     config = yaml.safe_load((ROOT / "config" / "user_dataset.yaml").read_text())
     config["datasets"]["yacht_csv"]["file"] = str(YACHT)
@@ -225,10 +225,10 @@ def test_an_edited_data_file_refits_the_cells_fitted_on_it(tmp_path):
 def test_fit_batch_refits_exactly_the_cells_whose_data_changed(tmp_path):
     """The same, in-process: fit-batch keeps cells on unchanged data and refits those whose
     prepared data's checksum differs from the one their key records."""
-    from bnnsweep.cell_reader import read_variables
-    from bnnsweep.config import validate_datasets
+    from bnnsweep.cells.reader import read_variables
     from bnnsweep.runner import fit_batch
-    from bnnsweep.sweep import Cell, batch_spec
+    from bnnsweep.sweeps.config import validate_datasets
+    from bnnsweep.sweeps.sweep import Cell, batch_spec
 
     csv = tmp_path / "y.csv"
     csv.write_text(YACHT.read_text())

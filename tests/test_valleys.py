@@ -11,9 +11,9 @@ import pytest
 
 from bnnsweep import datasets
 from bnnsweep.engines.evidence import valleys as V
-from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
 from bnnsweep.models.marginal import MarginalModel
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 
 def robot_arm_model(hidden: int) -> MarginalModel:

@@ -25,7 +25,6 @@ from bnnsweep.engines.ica import (
     with_source_tilt,
 )
 from bnnsweep.engines.ica.bound import gamma_kl
-from bnnsweep.jax_runtime import jax, jnp
 from bnnsweep.models import GammaPrior
 from bnnsweep.models.binary_states import all_states
 from bnnsweep.models.ica import (
@@ -34,6 +33,7 @@ from bnnsweep.models.ica import (
     component_combinations,
     marginal_log_likelihood,
 )
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 PM_ONE = SourceMixture.shared(2, [0.3, 0.7], [-1.0, 1.2], [0.5, 0.8])  # two sources
 

@@ -9,8 +9,7 @@ from merged_fixtures import ICA_QUICK
 from merged_fixtures import ica_fit as fit
 
 from bnnsweep import datasets
-from bnnsweep.cell_reader import read_cell
-from bnnsweep.config import ConfigError, expand, load
+from bnnsweep.cells.reader import read_cell
 from bnnsweep.datasets.ica_mixtures import true_images, truth
 from bnnsweep.figures import FIGURES, draw
 from bnnsweep.method_base import SettingsError
@@ -23,6 +22,7 @@ from bnnsweep.methods.vb_ica import (
 )
 from bnnsweep.models.ica import image_source_mixture, toy_source_mixture
 from bnnsweep.results import merge_cells
+from bnnsweep.sweeps.config import ConfigError, expand, load
 
 METHOD = get_method("vb_ica")
 QUICK = ICA_QUICK
@@ -247,7 +247,7 @@ def test_config_refuses_vb_ica_on_regression_data():
     config = {
         "experiments": {"e": {"datasets": ["toy_sine"], "methods": {"vb_ica": {"sources": 2}}}}
     }
-    from bnnsweep.config import validate
+    from bnnsweep.sweeps.config import validate
 
     with pytest.raises(ConfigError, match="fits unsupervised data"):
         expand(validate(config))

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from bnnsweep.engines.ica import combination_tables, fit_vb_ica, initial_state, update_sources
-from bnnsweep.jax_runtime import jnp
 from bnnsweep.models.ica import (
     ICAPrior,
     excess_kurtosis,
@@ -15,6 +14,7 @@ from bnnsweep.models.ica import (
     toy_mixture_data,
     toy_source_mixture,
 )
+from bnnsweep.runtime.jax_runtime import jnp
 
 TOY_PRIOR = ICAPrior(toy_source_mixture(3))
 

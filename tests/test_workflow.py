@@ -12,7 +12,7 @@ import xarray as xr
 import yaml
 
 from bnnsweep.results import hypercube
-from bnnsweep.workflow_run import snakemake_command
+from bnnsweep.sweeps.workflow_run import snakemake_command
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.workflow
@@ -214,7 +214,7 @@ def test_merge_stores_test_data_once_per_test_set(tmp_path):
     from bnnsweep.figures import load_merged
     from bnnsweep.results import merge_cells, run_test_data, with_run_test_data
     from bnnsweep.runner import fit_cell, write_result
-    from bnnsweep.sweep import Cell
+    from bnnsweep.sweeps.sweep import Cell
 
     paths = []
     for dataset in ("toy_sine", "sunspots"):

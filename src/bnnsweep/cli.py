@@ -38,7 +38,7 @@ def _parse_set(items: list[str]) -> dict:
         try:
             out[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as err:
-            from .config import yaml_problem
+            from .sweeps.config import yaml_problem
 
             raise ValueError(
                 f"--set {item!r}: the value is not valid YAML ({yaml_problem(err)})"
@@ -62,8 +62,8 @@ def _parse_settings_json(text: str | None) -> dict:
 def _logger(path: str | None):
     """Progress lines to stdout, or appended to the file ``path``: with a bar and the time
     left when stdout is a terminal, with ``[ETA ...]`` on counted lines otherwise
-    (``bnnsweep.progress``)."""
-    from .progress import progress_log
+    (``bnnsweep.sweeps.progress``)."""
+    from .sweeps.progress import progress_log
 
     if not path:
         return progress_log(lambda msg: print(msg, flush=True), lines_on_terminal=True)
@@ -88,7 +88,7 @@ def _reporter(log_path, log):
 def cmd_fit(args) -> int:
     from .methods import get_method
     from .runner import fit_cell_to_file
-    from .sweep import Cell
+    from .sweeps.sweep import Cell
 
     if not 0 <= args.seed < 2**32:
         raise ValueError(f"--seed must be a non-negative integer below 2^32, got {args.seed}")
@@ -134,8 +134,8 @@ def cmd_prepare(args) -> int:
     from . import datasets
 
     if args.spec or args.spec_json is not None:
-        from .config import ConfigError, validate_datasets
         from .datasets.user import register_user_datasets
+        from .sweeps.config import ConfigError, validate_datasets
 
         where = f"dataset spec {args.spec!r}" if args.spec else "--spec-json"
         try:
@@ -223,7 +223,7 @@ def _draw_figures(merged_path, draws) -> int:
 
 def cmd_fit_batch(args) -> int:
     from .runner import fit_batch
-    from .sweep import check_spec_name
+    from .sweeps.sweep import check_spec_name
 
     try:
         text = Path(args.spec).read_text(encoding="utf-8")
@@ -288,7 +288,7 @@ def _process_start() -> float:
 
 
 def _config_cells(path):
-    from .config import expand, load
+    from .sweeps.config import expand, load
 
     config = load(path)
     return config, expand(config)
@@ -307,7 +307,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .jobsize import plan_table
+    from .sweeps.jobsize import plan_table
 
     config, cells = _config_cells(args.config)
     results_dir = args.results or config["results_dir"]
@@ -325,8 +325,8 @@ def _result_files(results_dir: Path) -> list[Path]:
 
 
 def cmd_check(args) -> int:
-    from .result_check import CheckReport, check_cells, check_files, fix
-    from .sweep import cell_index
+    from .sweeps.result_check import CheckReport, check_cells, check_files, fix
+    from .sweeps.sweep import cell_index
 
     config_path = args.config
     if config_path is None and Path("config/config.yaml").is_file():
@@ -403,7 +403,7 @@ def cmd_run(args) -> int:
     nesting, aliases expanded, keys given twice: ``config.read_yaml``), refuses two files
     naming one experiment (Snakemake would merge them key by key) and each ``--config``
     value likewise, and then replaces itself with ``python -m snakemake ARGS``."""
-    from .config import ConfigError, bounded_yaml, check_config_files
+    from .sweeps.config import ConfigError, bounded_yaml, check_config_files
 
     argv = list(args.snakemake_args)
     files = _snakemake_values(argv, _CONFIGFILE_OPTIONS)
@@ -426,7 +426,7 @@ def cmd_run(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .axes import AXES
+    from .sweeps.axes import AXES
 
     parser = argparse.ArgumentParser(prog="bnnsweep", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -602,7 +602,7 @@ def _refuse_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> Non
 
 def _user_errors() -> tuple[type, ...]:
     """Errors that mean bad input (one line, exit 2), imported only when one occurred."""
-    from .atomic_file import WriteError
+    from .cells.atomic_file import WriteError
 
     # ConfigError, DatasetError and SettingsError are ValueErrors; an OSError (a file that is
     # not NetCDF, truncated or unreadable) names its file in its message

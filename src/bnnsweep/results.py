@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import __version__
-from .atomic_file import write_atomic
-from .axes import AXES
-from .cell_checksum import CHECKSUM_ATTR, dataset_checksum
-from .cell_writer import CellContent, variable
-from .file_seal import seal_problem
+from .cells.atomic_file import write_atomic
+from .cells.checksum import CHECKSUM_ATTR, dataset_checksum
+from .cells.file_seal import seal_problem
+from .cells.writer import CellContent, variable
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
 from .metrics import gaussian_loglik, regression_metrics, unstandardise
-from .sweep import Cell
+from .sweeps.axes import AXES
+from .sweeps.sweep import Cell
 
 # the datasets package registers every dataset (and loads the models): type checking only
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def cell_summary(content: CellContent) -> str:
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write an ``xr.Dataset`` atomically (``atomic_file.write_atomic``), numeric data
     variables with dimensions zlib-compressed, its content's checksum recorded
-    (``cell_checksum``)."""
+    (``cells.checksum``)."""
     ds = ds.copy(deep=False)
     ds.attrs = {k: v for k, v in ds.attrs.items() if k != CHECKSUM_ATTR}
     ds.attrs[CHECKSUM_ATTR] = dataset_checksum(ds)
@@ -284,7 +284,7 @@ def _as_object(values: np.ndarray) -> np.ndarray:
 
 
 def _run_variables(cell: tuple[dict, set, dict], drop, path, test_set_index: int):
-    """One cell (``cell_reader.read_any``: variables, coordinate names, attributes) as one
+    """One cell (``cells.reader.read_any``: variables, coordinate names, attributes) as one
     entry of the ``run`` dimension: (data variables, coordinates), each {name: (dims, values,
     attrs)}. Data variables gain a leading ``run``, sweep coordinates and per-run attributes
     become ``run`` variables, and every unlabelled dimension gets integer labels so that
@@ -374,7 +374,7 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
     coordinates become coordinates of ``run``.
 
-    Every cell is verified against its checksum (``cell_checksum``) first; unreadable or
+    Every cell is verified against its checksum (``cells.checksum``) first; unreadable or
     altered cells are all named in one ``CorruptCells`` error, and with
     ``quarantine_corrupt`` moved aside (``quarantine``) so that the workflow refits them.
 
@@ -386,9 +386,9 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """
     import xarray as xr
 
-    from .cell_reader import content_problem, plain_dataset, read_any
-    from .result_check import quarantine
-    from .run_stack import stack_runs
+    from .cells.reader import content_problem, plain_dataset, read_any
+    from .cells.run_stack import stack_runs
+    from .sweeps.result_check import quarantine
 
     cells, problems = [], {}
     for path in sorted((str(p) for p in paths), key=natural_order):

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from . import datasets
-from .atomic_file import WriteError  # noqa: F401 - raised by write_result
-from .cell_writer import CellContent, write_cell_atomic
+from .cells.atomic_file import WriteError  # noqa: F401 - raised by write_result
+from .cells.writer import CellContent, write_cell_atomic
 from .datasets.base import Split
 from .method_base import FitResult
 from .methods import get_method
-from .result_check import cell_state, expected_code, quarantine
 from .results import cell_content, cell_summary, write_netcdf_atomic
-from .sweep import Cell, code_version, read_batch_spec
+from .sweeps.result_check import cell_state, expected_code, quarantine
+from .sweeps.sweep import Cell, code_version, read_batch_spec
 
 NUMERICAL_ERRORS = (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
 _DATA_FILES: dict[tuple, datasets.Dataset] = {}
@@ -114,7 +114,7 @@ def _content(
         result.flag("diverged", f"non-finite {', '.join(bad)}")
         content = build()
     log(f"done in {result.runtime_s:.2f} s, status {result.status} {result.status_message}")
-    # the data it was fitted on: part of the cell's key (cell_checksum.cell_key), so that a
+    # the data it was fitted on: part of the cell's key (cells.checksum.cell_key), so that a
     # cell fitted on other data is refitted
     content.attrs["data_sha256"] = data_checksum_of(cell, data_path)
     # the fit's CPU time (this process, all threads): what benchmarks set against a run's
@@ -148,7 +148,7 @@ def check_memory(cell: Cell, split: Split) -> None:
     """Refuse, before fitting, a cell whose cost model needs more memory than the machine has
     (e.g. ``hidden: 1000000000``, which would otherwise die in allocation), with the
     estimate (``jobsize.memory_mb`` without its safety factor)."""
-    from . import jobsize
+    from .sweeps import jobsize
 
     shape = (split.x_train.shape[0], split.n_inputs, split.n_outputs, split.x_test.shape[0])
     need = jobsize.memory_mb(cell, shape) / jobsize.SAFETY
@@ -249,7 +249,7 @@ def fit_cell_to_file(cell: Cell, output, data_path=None, log=print, report=None)
 def _cell_logger(path: str | None, batch_log):
     """Log one cell to the batch log and append to the cell's own log file, counted lines
     with the cell's own time left (``progress.ProgressLog``, fresh for each cell)."""
-    from .progress import ProgressLog
+    from .sweeps.progress import ProgressLog
 
     write_batch = getattr(batch_log, "write", batch_log)
     if not path:
@@ -296,7 +296,7 @@ def fit_batch(spec: dict, log=print, report=None, name: str = "") -> dict[str, i
 
 
 def _fit_entries(entries, vectorise, check_code, log, report) -> dict[str, int]:
-    from .atomic_file import remove_stale_temporaries
+    from .cells.atomic_file import remove_stale_temporaries
 
     todo = []
     for e in entries:

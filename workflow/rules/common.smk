@@ -1,7 +1,7 @@
 # Helpers that map wildcards and batches to the validated cells; no science here.
 
 # Scheduling priority of data preparation: above every fit job's (its typical length in
-# seconds, bnnsweep.jobsize.Batch.priority), so datasets are ready before fits compete.
+# seconds, bnnsweep.sweeps.jobsize.Batch.priority), so datasets are ready before fits compete.
 DATA_PRIORITY = 10**9
 
 
@@ -67,7 +67,7 @@ def batch_data(batch):
     return sorted({f"{RESULTS}/data/{cell.dataset}.nc" for cell in batch.cells})
 
 
-# Batch specs (bnnsweep.sweep.batch_spec) by the hash of their text; each is written by
+# Batch specs (bnnsweep.sweeps.sweep.batch_spec) by the hash of their text; each is written by
 # the batch_spec rule (fit.smk) when its batch runs, not while the workflow is parsed.
 SPEC_TEXTS = {}
 
@@ -90,12 +90,12 @@ def batch_needs_refit(batch):
 
 def redo_marker(batch):
     """The marker a batch with cells to refit outputs (``batch_needs_refit``;
-    bnnsweep.result_check.refit_marker)."""
+    bnnsweep.sweeps.result_check.refit_marker)."""
     return str(refit_marker(RESULTS, batch.cells[0].experiment, batch.batch_id))
 
 
 def batch_resource(batch, name):
-    """A resource of a batch job as a function of the attempt (bnnsweep.jobsize)."""
+    """A resource of a batch job as a function of the attempt (bnnsweep.sweeps.jobsize)."""
     return lambda wildcards, attempt: batch.resources(attempt)[name]
 
 

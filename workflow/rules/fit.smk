@@ -1,4 +1,4 @@
-# One rule per batch of cells (bnnsweep.jobsize.plan_batches: by dataset for methods with a
+# One rule per batch of cells (bnnsweep.sweeps.jobsize.plan_batches: by dataset for methods with a
 # vectorised fit_many, packed up to `batching.target_minutes` for short cells, else one cell
 # per job). A batch job runs `bnnsweep fit-batch`, which writes every cell's own file
 # atomically as soon as it is done and skips cells whose file is already current, so:

@@ -250,7 +250,7 @@ def to_markdown(frame: pd.DataFrame) -> str:
 
 def write_claims(frame: pd.DataFrame, output: str | Path) -> list[Path]:
     """``<output>.md`` and ``<output>.csv`` (atomically); the paths written."""
-    from ..atomic_file import write_atomic
+    from ..cells.atomic_file import write_atomic
 
     output = Path(output)
     md, csv = output.with_suffix(".md"), output.with_suffix(".csv")

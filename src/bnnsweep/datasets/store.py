@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic_file import write_atomic
-from ..file_seal import seal_problem
+from ..cells.atomic_file import write_atomic
+from ..cells.file_seal import seal_problem
 from .base import DataFileError, Dataset, DatasetError, Split
 
 FORMAT = "bnnsweep-dataset-1"
@@ -51,7 +51,7 @@ def checksum(splits: dict[str, Split]) -> str:
 def data_key(sha256: str) -> str:
     """The seal key of a prepared dataset file (``file_seal``): ``D:`` and its arrays'
     checksum, padded to the key length."""
-    from ..file_seal import KEY_LENGTH
+    from ..cells.file_seal import KEY_LENGTH
 
     return f"D:{sha256}".ljust(KEY_LENGTH, "-")
 
@@ -59,7 +59,7 @@ def data_key(sha256: str) -> str:
 def data_checksum(path: str | Path) -> str | None:
     """The checksum of a prepared dataset file's arrays as its seal records it (its last
     bytes only; ``load_netcdf`` verifies the file), or None for a file without one."""
-    from ..file_seal import sealed_key
+    from ..cells.file_seal import sealed_key
 
     key = sealed_key(path)
     if key is None or not key.startswith("D:"):

@@ -95,9 +95,9 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..cell_checksum import CHECKSUM_ATTR
-from ..cell_reader import dataset_integrity_problem
-from ..file_seal import seal_problem
+from ..cells.checksum import CHECKSUM_ATTR
+from ..cells.file_seal import seal_problem
+from ..cells.reader import dataset_integrity_problem
 from ..results import with_run_test_data
 from ._common import FIGURE_SUFFIXES, method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification

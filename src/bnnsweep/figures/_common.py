@@ -19,8 +19,8 @@ import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..atomic_file import write_atomic
-from ..axes import NOT_APPLICABLE
+from ..cells.atomic_file import write_atomic
+from ..sweeps.axes import NOT_APPLICABLE
 from . import theme
 
 RUN_COLUMNS = ("experiment", "dataset", "split", "method", "seed", *NOT_APPLICABLE)

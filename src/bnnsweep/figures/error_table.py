@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..atomic_file import write_atomic
-from ..axes import AXES, NOT_APPLICABLE
+from ..cells.atomic_file import write_atomic
+from ..sweeps.axes import AXES, NOT_APPLICABLE
 from ._common import mean_se, runs_frame
 from ._paired import paired_columns, reference_label, start_gain
 from .published import format_references

@@ -23,7 +23,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ..axes import NOT_APPLICABLE
+from ..sweeps.axes import NOT_APPLICABLE
 from ._common import (
     dataset_meta,
     mean_se,

@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ..user_cache import cache_path, read_json, write_json
+from ..runtime.user_cache import cache_path, read_json, write_json
 
 STYLE = "whitegrid"
 CONTEXT = "notebook"

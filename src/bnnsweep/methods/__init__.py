@@ -3,7 +3,7 @@
 A module ``methods/<module>.py`` registers one or more methods at import, with
 ``register(Method(...))``: the method's settings class (defaults + validation), the sweep
 axes it uses, ``fit(split, settings, rng, log) -> FitResult`` and its cost model for
-``bnnsweep.jobsize`` (``work``). Adding a method is adding such a module: nothing else
+``bnnsweep.sweeps.jobsize`` (``work``). Adding a method is adding such a module: nothing else
 names it.
 
 Modules are imported only when one of their methods is asked for. ``get_method(name)``
@@ -34,7 +34,7 @@ class Work:
     for a per-point update such as ADF's), Hessians, and floats held at once (samples,
     Jacobians, predictions); ``call_s`` replaces ``jobsize.CALL_S`` as the fixed cost of one
     call where a method's call costs more than a compiled gradient (e.g. numpy Python
-    per call). ``bnnsweep.jobsize`` prices them in seconds and megabytes.
+    per call). ``bnnsweep.sweeps.jobsize`` prices them in seconds and megabytes.
 
     ``typical`` is the share of the bound a fit typically uses, measured, for a method whose
     bound is far above its usual time (an optimiser that stops at its tolerance long before
@@ -51,7 +51,7 @@ class Work:
 
 
 def no_work_model(settings, n_train: int, n_test: int, n_out: int, n_weights: int) -> None:
-    """The cost model of a method whose work has no bound yet: ``bnnsweep.jobsize`` gives
+    """The cost model of a method whose work has no bound yet: ``bnnsweep.sweeps.jobsize`` gives
     each of its cells a job of its own with ``jobsize.DEFAULT`` resources (an hour, 2 GB),
     and ``bnnsweep plan`` prices them by the cells measured so far."""
     return None

@@ -104,8 +104,8 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
     # module to plan a sweep (settings, cost model), and JAX cost 0.46 s of that DAG's 2 s
     from ..engines.mcmc import hmc as hmc_sampler
     from ..engines.optimise import minimise_weights
-    from ..jax_runtime import jnp, key_from_rng
     from ..models import jax_network
+    from ..runtime.jax_runtime import jnp, key_from_rng
 
     objective, noise = settings.build(split)
     net, prior = objective.network, objective.prior

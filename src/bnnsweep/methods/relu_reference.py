@@ -22,8 +22,8 @@ from ..engines.adf import likelihoods as lik
 from ..engines.adf.network import Architecture, backward, forward
 from ..engines.adf.replicates import n_classes_of
 from ..engines.mcmc import hmc as hmc_sampler
-from ..jax_runtime import jax, jnp, key_from_rng
 from ..method_base import FitResult, check_choice, check_positive
+from ..runtime.jax_runtime import jax, jnp, key_from_rng
 from . import JAX, SCIPY, Method, no_work_model, register
 
 LIKELIHOODS = ("probit", "softmax")

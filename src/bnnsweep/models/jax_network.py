@@ -25,7 +25,7 @@ from functools import partial
 
 import numpy as np
 
-from ..jax_runtime import jax, jnp
+from ..runtime.jax_runtime import jax, jnp
 from .network import Network
 from .objective import PenalisedError
 from .priors import GammaPrior, WeightPrior

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..jax_runtime import jax, jnp
+from ..runtime.jax_runtime import jax, jnp
 from .jax_network import data_error, group_sum_squares, objective_spec, sample_alpha, weight_error
 from .objective import PenalisedError
 from .priors import GammaPrior
@@ -46,7 +46,7 @@ def lbfgs_program(value_fn, n_iter: int):
     loop, each row until ``converged`` or ``n_iter`` iterations. The program returns the
     points (B, W), their values (B,) (inf where the run left the finite region: the start is
     returned there) and each row's iteration count."""
-    import optax  # after bnnsweep.jax_runtime has configured jax
+    import optax  # after bnnsweep.runtime.jax_runtime has configured jax
 
     def one(lam, w):
         def fn(v):

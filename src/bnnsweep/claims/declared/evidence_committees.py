@@ -5,8 +5,8 @@ predictions of the ``laplace`` runs of config/sunspots.yaml and config/tecator.y
 
 import pandas as pd
 
-from ...axes import NOT_APPLICABLE
 from ...figures.evidence_committee import PUBLISHED_COMMITTEE, committee_runs
+from ...sweeps.axes import NOT_APPLICABLE
 from ..registry import Claim, declare, metric
 
 EXPERIMENTS = {"sunspots": ("sunspots_seeds",), "tecator": ("tecator",)}

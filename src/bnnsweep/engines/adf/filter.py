@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import cache, partial
 from typing import NamedTuple
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from . import likelihoods as lik
 from .network import backward, forward
 from .updates import PriorSites, adf_update, refine_prior

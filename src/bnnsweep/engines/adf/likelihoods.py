@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .relu_moments import inverse_mills, log_probit
 
 LOG_2PI = math.log(2.0 * math.pi)

@@ -26,7 +26,7 @@ from functools import partial
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .relu_moments import relu_moments
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 
 SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...datasets.base import Split
-from ...jax_runtime import jax, jnp, key_from_rng
 from ...method_base import FitResult
 from ...metrics import discrete_metrics, regression_metrics, unstandardise
+from ...runtime.jax_runtime import jax, jnp, key_from_rng
 from . import likelihoods as lik
 from .choices import filter_likelihood, n_outputs
 from .filter import FilterConfig, FilterState, batched_output_moments, compiled_epoch

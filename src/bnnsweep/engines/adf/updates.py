@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .likelihoods import gamma_moment_match
 
 MIN_VARIANCE = 1e-100

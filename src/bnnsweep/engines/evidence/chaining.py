@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
+from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
 from ..mcmc import hmc
 from .estimators import ais_estimate, ratio_estimate, thermodynamic
 

@@ -43,11 +43,11 @@ from functools import cache
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
 from ...models import GammaPrior, Network, make_prior
 from ...models.conjugate import linear_log_evidence_integrated
 from ...models.marginal import MarginalModel
 from ...models.objective import PenalisedError
+from ...runtime.jax_runtime import jax, jnp
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 

@@ -56,7 +56,7 @@ from functools import partial
 
 import numpy as np
 
-from ...jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
+from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
 from ..mcmc import hmc
 from .estimators import ratio_estimate, thermodynamic
 from .result import EvidenceEstimate

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp, key_from_rng
 from ...models.marginal import lbfgs_program
+from ...runtime.jax_runtime import jax, jnp, key_from_rng
 from .chaining import ais_constants, ais_program
 from .estimators import ais_estimate
 from .result import EvidenceEstimate

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .state import Hyper, VBICAState, column_square_norms, gamma_log_mean
 from .updates import expected_squared_errors
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-from ...jax_runtime import jax, jnp
 from ...models.ica import ICAPrior
+from ...runtime.jax_runtime import jax, jnp
 from .bound import lower_bound
 from .source_posterior import combination_tables
 from .state import Hyper, VBICAState, with_source_tilt

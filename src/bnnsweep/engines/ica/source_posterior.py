@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 
 
 class CombinationTables(NamedTuple):

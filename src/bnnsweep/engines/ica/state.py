@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .source_posterior import CombinationTables, source_posterior
 
 

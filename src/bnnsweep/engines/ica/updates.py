@@ -12,7 +12,7 @@ Corrections to the extracted text (checked in tests/test_vb_ica*.py):
 
 from __future__ import annotations
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .source_posterior import CombinationTables
 from .state import Hyper, VBICAState, column_square_norms, mixing_gram, with_source_tilt
 

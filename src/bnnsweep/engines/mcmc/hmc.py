@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp
+from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp
 
 # potential(params, theta, w (W,)) -> scalar U for one chain
 Potential = Callable[[Any, Any, jax.Array], jax.Array]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
 from ...models.sigmoid_belief import parent_mask
+from ...runtime.jax_runtime import jax, jnp
 from .mixture_bound import fit_mixture
 from .saul_bound import log_expected_exp
 

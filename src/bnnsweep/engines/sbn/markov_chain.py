@@ -33,8 +33,8 @@ from functools import partial
 import numpy as np
 from scipy.optimize import minimize
 
-from ...jax_runtime import jax, jnp
 from ...models.sigmoid_belief import layer_of_unit
+from ...runtime.jax_runtime import jax, jnp
 
 expit = jax.nn.sigmoid
 xlogy = jax.scipy.special.xlogy

@@ -37,7 +37,7 @@ from functools import partial
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 from .saul_bound import (
     clamp_visible,
     for_each_hidden_unit,

@@ -26,7 +26,7 @@ from functools import partial
 
 import numpy as np
 
-from ...jax_runtime import jax, jnp
+from ...runtime.jax_runtime import jax, jnp
 
 expit = jax.nn.sigmoid
 xlogy = jax.scipy.special.xlogy

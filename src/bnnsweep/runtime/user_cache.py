@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from .atomic_file import WriteError, write_atomic
+from ..cells.atomic_file import WriteError, write_atomic
 
 
 def user_cache_dir() -> Path | None:

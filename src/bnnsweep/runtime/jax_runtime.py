@@ -1,8 +1,8 @@
 """JAX as the compiled numerical core: float64, one CPU thread per job, compiled programs
 cached on disk.
 
-Import ``jax`` and ``jax.numpy`` from here (``from ..jax_runtime import jax, jnp``) so that
-the configuration is in place before the first computation:
+Import ``jax`` and ``jax.numpy`` from here (``from ..runtime.jax_runtime import jax, jnp``)
+so that the configuration is in place before the first computation:
 
 - ``jax_enable_x64``: every kernel runs in float64, as the numpy code it replaced did;
 - XLA's CPU backend single-threaded (``--xla_cpu_multi_thread_eigen=false``) unless

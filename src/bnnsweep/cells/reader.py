@@ -22,7 +22,7 @@ from __future__ import annotations
 import netCDF4
 import numpy as np
 
-from .cell_checksum import (
+from .checksum import (
     CHECKSUM_ATTR,
     checksum_problem,
     content_checksum,

@@ -78,7 +78,7 @@ def _as_list(value) -> list:
 
 def expand_experiment(name: str, experiment: dict, split_names) -> list[Cell]:
     """Cells of one validated experiment; ``split_names(dataset)`` lists a dataset's splits."""
-    from .methods import get_method
+    from ..methods import get_method
 
     cells = []
     for label, entry in experiment["methods"].items():
@@ -131,7 +131,7 @@ def cell_from_spec(spec: dict) -> Cell:
 
 # --- the version of the code a cell depends on ---------------------------------------------
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # Never part of a code version: the package root (version string) and the method registry's
 # machinery (each method's registration lives in its own module, which is part of its version).
 _NOT_CODE = ("__init__.py", "methods/__init__.py")
@@ -223,7 +223,7 @@ def code_version(method_name: str) -> str:
     ``methods/laplace.py`` changes the version of ``laplace`` and of the methods whose
     module imports it (``vi_mixture``), of no other; editing ``metrics.py`` that of every
     method."""
-    from .methods import module_of
+    from ..methods import module_of
 
     files = set(code_files(module_of(method_name).removeprefix("bnnsweep.")))
     for module in CELL_NUMBERS_MODULES:
@@ -379,7 +379,7 @@ def spec_file(directory: str | Path, text: str, digest: str) -> Path:
 
 def write_spec_file(path: str | Path, text: str) -> Path:
     """Write a spec's text to ``path`` atomically (the workflow's job for it)."""
-    from .atomic_file import write_atomic
+    from ..cells.atomic_file import write_atomic
 
     return write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 

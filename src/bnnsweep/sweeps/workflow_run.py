@@ -41,7 +41,7 @@ def conda_env_file(root: Path, directory: Path) -> Path:
     deps = [d for d in env["dependencies"] if not isinstance(d, dict)]
     pip = [f"-c {root / 'requirements-lock.txt'}", f"-e {root}"]
     env["dependencies"] = [*deps, {"pip": pip}]
-    text = "# written by bnnsweep.workflow_run.conda_env_file from envs/bnnsweep.yaml\n"
+    text = "# written by bnnsweep.sweeps.workflow_run.conda_env_file from envs/bnnsweep.yaml\n"
     text += yaml.safe_dump(env, sort_keys=False)
     path = Path(directory) / f"env-{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
     if not path.exists():

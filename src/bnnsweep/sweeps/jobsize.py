@@ -25,8 +25,8 @@ import json
 import math
 from functools import cache
 
+from ..methods import Work, get_method
 from .axes import AXES
-from .methods import Work, get_method
 from .sweep import Cell
 
 CALL_S = 20e-6  # fixed cost of one batched gradient call (Python and numpy overhead)
@@ -43,7 +43,7 @@ def data_shape(dataset: str, split: str) -> tuple[int, int, int, int]:
     once per process (a UCI set's loader builds all its splits at once)."""
     shapes = _split_shapes(dataset)
     if split not in shapes:
-        from . import datasets
+        from .. import datasets
 
         datasets.load(dataset).split(split)  # raises the DatasetError naming the valid splits
     return shapes[split]
@@ -53,8 +53,8 @@ def data_shape(dataset: str, split: str) -> tuple[int, int, int, int]:
 def _split_shapes(dataset: str) -> dict[str, tuple[int, int, int, int]]:
     """``data_shape`` of every split of a dataset (shapes only are kept, not the arrays); a
     dataset whose metadata give its ``split_shape`` (one for every split) is not loaded."""
-    from . import datasets
-    from .datasets.registry import entry
+    from .. import datasets
+    from ..datasets.registry import entry
 
     known = entry(dataset)
     if "split_shape" in known.metadata:  # data downloaded on first use: planned without it
@@ -384,7 +384,7 @@ def calibration(results_dir) -> dict[str, dict]:
 
     import netCDF4
 
-    from .file_seal import seal_problem
+    from ..cells.file_seal import seal_problem
     from .sweep import cell_from_spec
 
     ratios: dict[str, list[float]] = {}

@@ -1,7 +1,7 @@
 """The state of a results directory's cell files: current, missing, corrupt or stale.
 
 A cell file is *corrupt* when it cannot be read or its content does not match the checksum
-it records (``cell_checksum``); *stale* when it is intact but records another cell, other
+it records (``cells.checksum``); *stale* when it is intact but records another cell, other
 settings or an older version of its method's code than the config and code ask for now;
 *missing* when it is not there. ``bnnsweep check`` lists them; the workflow finds them
 when it builds its DAG, without writing anything, and reruns the batches that hold them
@@ -21,7 +21,7 @@ from .sweep import Cell, code_version
 
 def current_attrs(cell: Cell) -> dict[str, str]:
     """What a cell file records of its cell (``results.cell_content``): the attributes its
-    identity digest is taken over (``cell_checksum.identity_digest``)."""
+    identity digest is taken over (``checksum.identity_digest``)."""
     return {
         "cell_json": json.dumps(cell.key(), sort_keys=True),
         "settings_json": json.dumps(cell.settings, sort_keys=True),
@@ -37,14 +37,14 @@ def cell_state(
 
     - ``missing``: no such file;
     - ``corrupt``: its bytes do not match its seal (``file_seal.seal_problem``);
-    - ``stale``: intact, but its key (``cell_checksum.cell_key``) records another cell or
+    - ``stale``: intact, but its key (``checksum.cell_key``) records another cell or
       other settings, other data than the checksum ``data`` of the prepared dataset (when
       known) or another code version than ``code`` (when given: ``code_reruns``);
     - ``current``.
 
     Reads the file's bytes (to verify the seal) and parses nothing."""
-    from .cell_checksum import identity_digest, parse_cell_key
-    from .file_seal import seal_problem, sealed_key
+    from ..cells.checksum import identity_digest, parse_cell_key
+    from ..cells.file_seal import seal_problem, sealed_key
 
     path = Path(path)
     if not path.is_file():
@@ -81,7 +81,7 @@ def is_current(
 def data_checksums(paths) -> dict[str, str | None]:
     """{prepared dataset file: the checksum of its arrays its seal records, None if there
     is none (not prepared yet)} (``datasets.store.data_checksum``)."""
-    from .datasets.store import data_checksum
+    from ..datasets.store import data_checksum
 
     return {str(p): data_checksum(p) if Path(p).is_file() else None for p in paths}
 
@@ -186,7 +186,7 @@ def fix(report: CheckReport, log: Callable[[str], None]) -> None:
 def check_files(paths: Sequence[str | Path]) -> CheckReport:
     """Integrity of result files found without a config (which alone says what is missing
     or stale): each is current or corrupt."""
-    from .cell_reader import integrity_problem
+    from ..cells.reader import integrity_problem
 
     report = CheckReport()
     for path in paths:

@@ -40,7 +40,7 @@ def cell_facts(path: str) -> tuple[str, float] | None:
     try:
         import netCDF4
 
-        from .file_seal import seal_problem
+        from ..cells.file_seal import seal_problem
 
         if seal_problem(path) is not None:  # never hand damaged bytes to the HDF5 parser
             return None

@@ -15,7 +15,7 @@ import ast
 import hashlib
 from pathlib import Path
 
-from .user_cache import cache_path, read_json, write_json
+from ..runtime.user_cache import cache_path, read_json, write_json
 
 CACHE_NAME = "code_imports_v1.json"
 MAX_ENTRIES = 1000

@@ -17,8 +17,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from ..method_base import SettingsError, suggest
 from .axes import AXES
-from .method_base import SettingsError, suggest
 from .sweep import Cell, expand_experiment
 
 
@@ -345,10 +345,10 @@ def validate_datasets(specs) -> dict:
 
 def expand(config: dict) -> list[Cell]:
     """All cells of a validated config; checks dataset, split and method names and settings."""
-    from . import datasets
-    from .datasets.user import register_user_datasets
-    from .methods import get_method
-    from .methods import names as method_names
+    from .. import datasets
+    from ..datasets.user import register_user_datasets
+    from ..methods import get_method
+    from ..methods import names as method_names
 
     try:
         register_user_datasets(config.get("datasets", {}))

@@ -12,9 +12,9 @@ them as ``xr.Dataset.to_netcdf`` (engine netcdf4) encodes such a Dataset, with t
 - each data variable's ``coordinates`` attribute lists, sorted, the non-dimension
   coordinates whose dimensions are among its own;
 - a variable named as its only dimension is a dimension coordinate, wherever it is given;
-- the global attribute ``content_sha256`` records the content's checksum (``cell_checksum``),
+- the global attribute ``content_sha256`` records the content's checksum (``cells.checksum``),
   verified when the file is merged or checked;
-- the file's seal (``file_seal``) carries the cell's key (``cell_checksum.cell_key``).
+- the file's seal (``file_seal``) carries the cell's key (``checksum.cell_key``).
 
 ``tests/test_cell_files.py`` checks the files against xarray's, variable by variable, for
 cells of every method, and ``CellContent.to_dataset`` gives the same Dataset xarray reads.
@@ -30,7 +30,7 @@ import netCDF4
 import numpy as np
 
 from .atomic_file import write_atomic
-from .cell_checksum import CHECKSUM_ATTR, cell_key, content_checksum
+from .checksum import CHECKSUM_ATTR, cell_key, content_checksum
 
 Variable = tuple[tuple[str, ...], np.ndarray, dict]
 """(dimensions, values, attributes) of one variable."""
@@ -46,7 +46,7 @@ class CellContent:
     attrs: dict = field(default_factory=dict)
 
     def checksum(self) -> str:
-        """The SHA-256 of the content (``cell_checksum``), recorded in the file."""
+        """The SHA-256 of the content (``cells.checksum``), recorded in the file."""
         return content_checksum({**self.data_vars, **self.coords}, self.attrs)
 
     def to_dataset(self):
@@ -144,7 +144,7 @@ def write_cell(content: CellContent, path: str | os.PathLike) -> None:
 
 def write_cell_atomic(content: CellContent, path: str | os.PathLike) -> Path:
     """``write_cell`` through a temporary file renamed over ``path`` (``write_atomic``),
-    sealed with the cell's key (``cell_checksum.cell_key``) when its attributes say which
+    sealed with the cell's key (``checksum.cell_key``) when its attributes say which
     cell it is."""
     key = cell_key(content.attrs) if "cell_json" in content.attrs else None
     return write_atomic(path, lambda tmp: write_cell(content, tmp), sealed=True, key=key)
