@@ -6,7 +6,10 @@ and the Gibbs conditionals are models.jax_network). Before every
 trajectory each alpha_k and beta is drawn from its conjugate Gamma conditional:
 alpha_k | w ~ Gamma(a_k + W_k/2, b_k + w_k^T w_k / 2), beta | w ~ Gamma(a_b + N/2, b_b + E_D).
 The step size is adapted during burn-in only and recorded. ESS (bulk and tail) and the
-rank-normalised split R-hat are those of Vehtari et al. (2021), from arviz-stats. Predictions average the network
+rank-normalised split R-hat are those of Vehtari et al. (2021), from arviz-stats; a fit is
+``not_converged`` when the R-hat across chains of ln beta or of any ln alpha_k exceeds
+``RHAT_LIMIT`` (every hyperparameter, not ln beta alone: on the sunspots ln beta mixes within
+100 trajectories while ln alpha does not). Predictions average the network
 over the kept samples; the variance adds the mean noise variance 1/beta.
 """
 
@@ -65,6 +68,20 @@ class HMCSettings(ModelSettings):
         check_positive("burn_in", self.burn_in, allow_zero=True)
         check_choice("init", self.init, ("map", "prior"))
         check_sampler_fractions(self.target_accept, self.persistence)
+
+
+def hyperparameter_rhats(betas: np.ndarray, alphas: np.ndarray, groups) -> tuple:
+    """Rank-normalised split R-hat across chains of ln beta (``betas`` (S, C)) and of each
+    ln alpha_k (``alphas`` (S, C, K), ``groups`` their names): (R-hat of ln beta, list of
+    R-hat of ln alpha_k, the names and values above ``RHAT_LIMIT`` as text)."""
+    rhat = split_rhat(np.log(betas).T)
+    rhat_alpha = [split_rhat(np.log(alphas[:, :, k]).T) for k in range(alphas.shape[2])]
+    named = [
+        ("ln beta", rhat),
+        *((f"ln alpha_{g}", r) for g, r in zip(groups, rhat_alpha, strict=True)),
+    ]
+    slow = [f"{name} {r:.3f}" for name, r in named if np.isfinite(r) and r > RHAT_LIMIT]
+    return rhat, rhat_alpha, slow
 
 
 def _target(spec: jax_network.NetworkSpec, noise: GammaPrior):
@@ -151,11 +168,11 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
     diverged = run.divergent.sum()
     if diverged > 0.1 * S * C:
         result.flag("diverged", f"{diverged} of {S * C} kept trajectories diverged")
-    rhat = split_rhat(np.log(betas).T)
-    if np.isfinite(rhat) and rhat > RHAT_LIMIT:
+    rhat, rhat_alpha, slow = hyperparameter_rhats(betas, alphas, prior.group_names)
+    if slow:
         result.flag(
             "not_converged",
-            f"rank-normalised split R-hat of ln beta across chains is {rhat:.3f}",
+            f"rank-normalised split R-hat across chains above {RHAT_LIMIT}: {', '.join(slow)}",
         )
     result.coords["group"] = np.array(prior.group_names)
     result.traces.update(
@@ -180,6 +197,7 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
         ess_tail_log_beta=effective_sample_size(np.log(betas).T, method="tail"),
         rhat_data_error=split_rhat(e_d.T),
         rhat_log_beta=rhat,
+        rhat_log_alpha=max(rhat_alpha, key=lambda r: r if np.isfinite(r) else -np.inf),
         n_weights=net.n_weights,
     )
     return result
