@@ -12,12 +12,13 @@ from ..registry import Claim, declare, metric
 EXPERIMENTS = {"sunspots": ("sunspots_seeds",), "tecator": ("tecator",)}
 
 
-def committees_of(size: int):
-    """The runs of :func:`committee_runs` with the axes a method does not use as missing
-    values (as ``results_frame`` gives them), so that rows are told apart by hidden size only."""
+def committees_of(size: int, hidden: int):
+    """The runs of :func:`committee_runs` with ``hidden`` units, with the axes a method does
+    not use as missing values (as ``results_frame`` gives them)."""
 
     def runs_from(merged) -> pd.DataFrame:
         runs = committee_runs(merged, size)
+        runs = runs[runs["hidden"] == hidden] if "hidden" in runs else runs
         for axis, na in NOT_APPLICABLE.items():
             if axis in runs:
                 runs[axis] = runs[axis].where(runs[axis] != na, pd.NA)
@@ -26,7 +27,7 @@ def committees_of(size: int):
     return runs_from
 
 
-for (_dataset, _size, _metric), _ref in PUBLISHED_COMMITTEE.items():
+for (_dataset, _hidden, _size, _metric), _ref in PUBLISHED_COMMITTEE.items():
     if _size == 1:  # the evidence row itself: declared with the other published errors
         continue
     declare(
@@ -36,7 +37,7 @@ for (_dataset, _size, _metric), _ref in PUBLISHED_COMMITTEE.items():
             quantity=f"{_metric}, evidence committee of {_size} (laplace) on {_dataset}",
             published=_ref.value,
             experiments=EXPERIMENTS[_dataset],
-            runs_from=committees_of(_size),
+            runs_from=committees_of(_size, _hidden),
             measure=metric(_metric, datasets=[_dataset], labels=["laplace"]),
             finding="the committee of a laplace run's modes of largest log evidence; "
             "bnnsweep figure evidence_committee results/<experiment>/merged.nc",
