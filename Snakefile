@@ -84,7 +84,9 @@ try:
         check_config_files(workflow.configfiles)
     CONFIG = validate(config)
     CELLS = cell_index(expand(CONFIG))
-    BATCHES = plan_batches(list(CELLS.values()), batching_settings(CONFIG))
+    BATCHES = plan_batches(
+        list(CELLS.values()), batching_settings(CONFIG), CONFIG.get("devices")
+    )
 except (ConfigError, ValueError) as err:
     sys.stderr.write(f"bnnsweep: invalid configuration: {err}\n")
     sys.exit(1)

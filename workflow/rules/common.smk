@@ -99,6 +99,12 @@ def batch_resource(batch, name):
     return lambda wildcards, attempt: batch.resources(attempt)[name]
 
 
+def batch_gpu(batch):
+    """The `gpu` resource of a batch whose cells ask for GPUs (config key `devices`); no
+    resource at all for the others, so that CPU jobs are submitted as before."""
+    return {"gpu": batch.gpus} if batch.gpus else {}
+
+
 def figure_code(kind):
     """Version of the code that draws a figure (a params value): editing it reruns that
     figure only."""

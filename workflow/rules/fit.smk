@@ -15,7 +15,8 @@
 # second for its first 15 s, about 0.2 s of CPU per job (benchmarks/bench_dag.py).
 # Priority: the batch's typical time in seconds, so that the longest batches start first.
 # Resources: the sum of the cells' estimated times, the largest cell's memory (all cells'
-# for a vectorised batch), scaled up on each retry.
+# for a vectorised batch), scaled up on each retry; `gpu` for the batches of a method the
+# config's `devices` gives GPUs (the SLURM executor submits it as `sbatch --gpus=N`).
 for batch in BATCHES:
 
     rule:
@@ -35,6 +36,7 @@ for batch in BATCHES:
             CONDA_ENV
         threads: 1
         resources:
+            **batch_gpu(batch),
             mem_mb=batch_resource(batch, "mem_mb"),
             runtime=batch_resource(batch, "runtime"),
         shell:

@@ -1,5 +1,7 @@
 """JAX as the compiled numerical core: float64, one CPU thread per job, compiled programs
-cached on disk.
+cached on disk; on whichever device JAX finds (a GPU where the CUDA build of jaxlib, the
+``gpu`` extra, is installed and one is visible; the CPU otherwise), unless ``JAX_PLATFORMS``
+says otherwise.
 
 Import ``jax`` and ``jax.numpy`` from here (``from ..runtime.jax_runtime import jax, jnp``)
 so that the configuration is in place before the first computation:
@@ -32,7 +34,8 @@ _DEFAULT_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 # building the DAG, a benchmark), are not
 _USER_XLA_FLAGS = os.environ.get("XLA_FLAGS", _DEFAULT_XLA_FLAGS) != _DEFAULT_XLA_FLAGS
 os.environ.setdefault("XLA_FLAGS", _DEFAULT_XLA_FLAGS)
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# JAX_PLATFORMS is left to the user: JAX runs on a GPU where its CUDA build is installed and
+# finds one (a job of a method the config's ``devices`` gives a GPU), on the CPU otherwise
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -408,10 +408,12 @@ def expand(config: dict) -> list[Cell]:
         except SettingsError as err:
             raise ConfigError(f"config key 'experiments.{name}': {err}") from None
     labels = {c.method for c in cells} | set(method_names())
-    for name in config.get("batching", {}).get("methods", {}):
+    named = [("batching.methods", name) for name in config.get("batching", {}).get("methods", {})]
+    named += [("devices", name) for name in config.get("devices") or {}]
+    for key, name in named:
         if name not in labels:
             raise ConfigError(
-                f"config key 'batching.methods.{name}': no method or label {name!r}"
+                f"config key '{key}.{name}': no method or label {name!r}"
                 f"{suggest(name, sorted(labels))} in this config"
             )
     checked = set()

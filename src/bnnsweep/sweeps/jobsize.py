@@ -192,6 +192,7 @@ class Batch:
     cells: list[Cell]
     strategy: str
     vectorised: bool = False
+    gpus: int = 0  # GPUs the job asks for (config key ``devices``; ``gpus``)
 
     @property
     def rule_name(self) -> str:
@@ -223,8 +224,12 @@ class Batch:
 
     def resources(self, attempt: int = 1) -> dict:
         """``runtime`` (minutes, ``runtime_minutes`` of the sums over the cells of their
-        typical times and bounds) and ``mem_mb`` (the largest cell's; all cells of a
-        vectorised batch at once)."""
+        typical times and bounds), ``mem_mb`` (the largest cell's; all cells of a
+        vectorised batch at once) and, for a batch of GPU cells, ``gpu`` (the number of
+        GPUs, which the SLURM executor requests with ``--gpus``)."""
+        return {**self._cpu_resources(attempt), **({"gpu": self.gpus} if self.gpus else {})}
+
+    def _cpu_resources(self, attempt: int) -> dict:
         if len(self.cells) == 1:
             return resources(self.cells[0], attempt)
         fit = self.fit_seconds()
@@ -273,6 +278,13 @@ def batching_settings(config: dict) -> dict:
     return {**BATCHING_DEFAULTS, **(config.get("batching") or {})}
 
 
+def gpus(cell: Cell, devices: dict) -> int:
+    """GPUs a cell's job asks for: the config's ``devices`` entry for its method label, else
+    for its registered method name; none without one."""
+    entry = devices.get(cell.method) or devices.get(cell.method_name) or {}
+    return int(entry.get("gpu", 0))
+
+
 def strategy(cell: Cell, batching: dict) -> str:
     """How a cell's method is batched: the config's choice for its label or method, else
     ``dataset`` for methods with a vectorised ``fit_many`` when ``vectorise`` is on (the
@@ -293,7 +305,7 @@ def strategy(cell: Cell, batching: dict) -> str:
     return "time" if fit_seconds(cell, data_shape(cell.dataset, cell.split)) is not None else "none"
 
 
-def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
+def plan_batches(cells: list[Cell], batching: dict, devices: dict | None = None) -> list[Batch]:
     """Cells grouped into jobs, deterministically from the config (never from measured times,
     so that a batch's cells do not move between runs).
 
@@ -307,8 +319,10 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
     factor is for the time a job asks for, not for packing) reaches ``target_minutes``,
     across method labels (the short cells of several methods share one interpreter start);
     ``none``: a job per cell. No batch holds more than ``max_cells``. A batch is named ``<experiment>.<label>.<k>``, or for cells of several
-    labels ``<experiment>.<first label>_to_<last label>.<k>``.
+    labels ``<experiment>.<first label>_to_<last label>.<k>``. Cells whose jobs ask for GPUs
+    (``devices``, the config key: ``gpus``) share a job only with cells asking for as many.
     """
+    devices = devices or {}
     target = 60.0 * float(batching["target_minutes"])
     limit = int(batching["max_cells"])
     groups: dict[tuple, list[Cell]] = {}
@@ -321,6 +335,8 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
             key = (cell.experiment, "time")
         else:
             key = (cell.experiment, cell.method, "none", cell.path_id)
+        if gpus(cell, devices):  # apart from the CPU cells
+            key = (*key, "gpu", gpus(cell, devices))
         groups.setdefault(key, []).append(cell)
         kinds[key] = how
     batches: list[Batch] = []
@@ -332,9 +348,10 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
         k = counters.get((key[0], name), 0)
         counters[(key[0], name)] = k + 1
         vectorised = how == "dataset" and len(members) > 1 and bool(batching["vectorise"])
-        batches.append(Batch(f"{key[0]}.{name}.{k}", members, how, vectorised))
+        n_gpus = gpus(members[0], devices)
+        batches.append(Batch(f"{key[0]}.{name}.{k}", members, how, vectorised, n_gpus))
 
-    dataset_units: dict[str, list[list[Cell]]] = {}  # per experiment, in order
+    dataset_units: dict[tuple, list[list[Cell]]] = {}  # per experiment and GPUs, in order
     for key, members in groups.items():
         how = kinds[key]
         if how == "time":
@@ -343,11 +360,11 @@ def plan_batches(cells: list[Cell], batching: dict) -> list[Batch]:
             continue
         chunks = [members[start : start + limit] for start in range(0, len(members), limit)]
         if how == "dataset":
-            dataset_units.setdefault(key[0], []).extend(chunks)
+            dataset_units.setdefault((key[0], gpus(members[0], devices)), []).extend(chunks)
         else:
             for chunk in chunks:
                 add(key, chunk, how)
-    for experiment, units in dataset_units.items():
+    for (experiment, _), units in dataset_units.items():
         for job in pack(units, target, limit):
             add((experiment,), job, "dataset")
     names = [b.rule_name for b in batches]
@@ -449,7 +466,7 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     are formed, the work models' bound, the estimate calibrated against measured cells under
     ``results_dir`` (where there are some; else the bound times the method's typical share
     of it), and the peak memory of a job."""
-    batches = plan_batches(cells, batching_settings(config))
+    batches = plan_batches(cells, batching_settings(config), config.get("devices"))
     calib = calibration(results_dir)
     rows: dict[tuple[str, str], dict] = {}
     for batch in batches:
