@@ -103,6 +103,14 @@ def test_gpu_cells_are_batched_apart_and_their_jobs_ask_for_gpus():
     assert sorted(c.path_id for b in batches for c in b.cells) == sorted(c.path_id for c in cells)
 
 
+def test_the_plan_shows_the_gpus(tmp_path):
+    config = _config({"map": {"gpu": 1}})
+    rows = jobsize.plan_table(config, expand(config), tmp_path).splitlines()
+    (map_row,) = [r for r in rows if r.startswith("| smoke / map |")]
+    (laplace_row,) = [r for r in rows if r.startswith("| smoke / laplace |")]
+    assert "time, 1 GPU |" in map_row and "GPU" not in laplace_row
+
+
 def test_without_devices_the_batches_are_unchanged():
     config = _config()
     cells = expand(config)

@@ -463,7 +463,7 @@ STARTUP_MEASURED_S = 2.0  # a fit job's start-up on one core: interpreter, impor
 
 def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
     """What a sweep will cost, per experiment and method label: cells, batch jobs and how they
-    are formed, the work models' bound, the estimate calibrated against measured cells under
+    are formed (with the GPUs a job asks for, config key ``devices``), the work models' bound, the estimate calibrated against measured cells under
     ``results_dir`` (where there are some; else the bound times the method's typical share
     of it), and the peak memory of a job."""
     batches = plan_batches(cells, batching_settings(config), config.get("devices"))
@@ -494,7 +494,8 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
             )
             row["cells"] += len(members)
             row["jobs"] += 1
-            row["how"].add(("vectorised " if batch.vectorised else "") + batch.strategy)
+            gpu = f", {batch.gpus} GPU" if batch.gpus else ""
+            row["how"].add(("vectorised " if batch.vectorised else "") + batch.strategy + gpu)
             row["mem"] = max(row["mem"], need["mem_mb"])
             row["requested"] += share * need["runtime"] / 60.0
             measured = calib.get(members[0].method_name, {})
