@@ -172,11 +172,19 @@ def cmd_list(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .results import merge_cells, write_netcdf_atomic
+    from .results import StaleCells, merge_cells, stale_cells, write_netcdf_atomic
+    from .sweeps.sweep import read_batch_spec
 
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
+    if args.spec:
+        # the config's cells (the workflow's spec of the experiment): each file must hold its
+        # cell, on its data, by its code, or nothing is merged
+        _, check_code, entries = read_batch_spec(_read_spec(args.spec), args.spec)
+        if stale := stale_cells(entries, check_code):
+            raise StaleCells(stale)
+        paths += [e["output"] for e in entries if e["output"] not in paths]
     merged = write_netcdf_atomic(
         merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output
     )
@@ -221,20 +229,26 @@ def _draw_figures(merged_path, draws) -> int:
     return 0
 
 
-def cmd_fit_batch(args) -> int:
-    from .runner import fit_batch
+def _read_spec(path: str):
+    """The JSON of a batch spec file (``sweep.batch_spec``), checked against its name."""
     from .sweeps.sweep import check_spec_name
 
     try:
-        text = Path(args.spec).read_text(encoding="utf-8")
-        check_spec_name(args.spec, text)
-        spec = json.loads(text)
+        text = Path(path).read_text(encoding="utf-8")
+        check_spec_name(path, text)
+        return json.loads(text)
     except FileNotFoundError:
-        raise FileNotFoundError(f"batch spec {args.spec!r} does not exist") from None
+        raise FileNotFoundError(f"batch spec {path!r} does not exist") from None
     except UnicodeDecodeError as err:
-        raise ValueError(f"batch spec {args.spec!r} is not UTF-8 text: {err}") from None
+        raise ValueError(f"batch spec {path!r} is not UTF-8 text: {err}") from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"batch spec {args.spec!r} is not valid JSON: {err}") from None
+        raise ValueError(f"batch spec {path!r} is not valid JSON: {err}") from None
+
+
+def cmd_fit_batch(args) -> int:
+    from .runner import fit_batch
+
+    spec = _read_spec(args.spec)
     log = _logger(args.log)
     counts = fit_batch(spec, log, report=_reporter(args.log, log), name=args.spec)
     log(f"batch done: {counts['fitted']} fitted, {counts['skipped']} kept")
@@ -473,6 +487,11 @@ def build_parser() -> argparse.ArgumentParser:
     merge = sub.add_parser("merge", help="merge cell files along a run dimension")
     merge.add_argument("inputs", nargs="*", help="cell files to merge")
     merge.add_argument("--list-file", help="file listing cell files, whitespace separated")
+    merge.add_argument(
+        "--spec",
+        help="a batch spec of the cells to merge (the workflow's): each file must be the "
+        "current file of its cell, or nothing is merged",
+    )
     merge.add_argument("--output", required=True, help="the merged file (NetCDF)")
     merge.add_argument(
         "--quarantine-corrupt",

@@ -370,6 +370,37 @@ class CorruptCells(ValueError):
         super().__init__(f"{len(problems)} corrupt cell file(s), {hint}: " + "; ".join(lines))
 
 
+def stale_cells(entries: list[dict], check_code: bool = True) -> dict[str, str]:
+    """{cell file: why} of the entries of a batch spec (``sweep.read_batch_spec``: each a
+    ``cell``, its ``output`` file and ``data`` file, as the workflow writes one for a merge)
+    whose file is intact but is not the current file of its cell (``result_check.cell_state``:
+    it records another cell, other settings, other data or, with ``check_code``, another
+    code version). Missing and corrupt files are left to ``merge_cells``, which names them."""
+    from .sweeps.result_check import cell_state, data_checksums, expected_code
+
+    sums = data_checksums({e["data"] for e in entries if e.get("data")})
+    out = {}
+    for e in entries:
+        cell = e["cell"]
+        data = sums.get(e.get("data") or "")
+        state, why = cell_state(e["output"], cell, data, expected_code(cell, check_code))
+        if state == "stale":
+            out[e["output"]] = why
+    return out
+
+
+class StaleCells(ValueError):
+    """Intact cell files that do not hold the cells a merge was asked for, one line."""
+
+    def __init__(self, stale: dict[str, str]):
+        self.stale = stale
+        named = "; ".join(f"{path}: {why}" for path, why in stale.items())
+        super().__init__(
+            f"{len(stale)} cell file(s) do not hold the config's cell, not merged ({named}); "
+            "the same sweep command refits them"
+        )
+
+
 def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
     coordinates become coordinates of ``run``.

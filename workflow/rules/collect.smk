@@ -12,6 +12,8 @@ for experiment in EXPERIMENTS:
             f"merge_and_draw_{experiment}"
         input:
             cells=cell_files(experiment),
+            # each cell file is checked against its cell in the config before it is merged
+            spec=merge_spec_file(experiment),
         # update(): kept until the merge replaces them (each is written atomically), so a
         # merge that fails leaves the last good results in place
         output:
@@ -37,5 +39,5 @@ for experiment in EXPERIMENTS:
                 kind: figure_code(kind) for kind in EXPERIMENTS[experiment]["figures"]
             },
         shell:
-            "bnnsweep merge {input.cells:q} --output {output.merged:q} "
+            "bnnsweep merge --spec {input.spec:q} --output {output.merged:q} "
             "{params.draws} > {log:q} 2>&1"

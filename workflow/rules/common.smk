@@ -72,15 +72,25 @@ def batch_data(batch):
 SPEC_TEXTS = {}
 
 
-def batch_spec_file(batch):
-    """The batch's spec file, named by the hash of its content (a changed cell, setting or
-    code version gives another file, so Snakemake reruns exactly that batch)."""
-    text, digest = spec_text(
-        batch_spec(batch.cells, batch.vectorised, RESULTS, CODE_RERUNS)
-    )
+def cells_spec_file(cells, vectorised=False):
+    """The spec file of ``cells`` (bnnsweep.sweep.batch_spec), named by the hash of its
+    content (a changed cell, setting or code version gives another file, so Snakemake reruns
+    exactly the jobs that read it)."""
+    text, digest = spec_text(batch_spec(cells, vectorised, RESULTS, CODE_RERUNS))
     path = spec_file(f"{RESULTS}/batches", text, digest)
     SPEC_TEXTS[path.name.removesuffix(".json")] = text
     return str(path)
+
+
+def batch_spec_file(batch):
+    """The spec a batch job fits."""
+    return cells_spec_file(batch.cells, batch.vectorised)
+
+
+def merge_spec_file(experiment):
+    """The spec of an experiment's cells that its merge checks every cell file against
+    (``bnnsweep merge --spec``: a file that holds another cell is not merged)."""
+    return cells_spec_file([c for c in CELLS.values() if c.experiment == experiment])
 
 
 def batch_needs_refit(batch):

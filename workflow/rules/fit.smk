@@ -44,7 +44,8 @@ for batch in BATCHES:
             "bnnsweep fit-batch {input.spec:q} --log {log.log:q} --usage {log.usage:q}"
 
 
-# A batch's spec, written when the batch runs (and removed once it is done).
+# A batch's spec, or the spec of the cells a merge checks (common.smk), written when the
+# job that reads it runs (and removed once it is done).
 rule batch_spec:
     output:
         temp(f"{RESULTS}/batches/{{spec}}.json"),
