@@ -31,7 +31,7 @@ from bnnsweep.sweeps.sweep import (
     spec_text,
     write_spec_file,
 )
-from bnnsweep.sweeps.workflow_run import conda_env_file
+from bnnsweep.sweeps.workflow_run import conda_env_file, quiet_job_blocks
 
 # The default sweep, unless another config is given with --configfile (which would otherwise
 # be merged into this one, adding its experiments to the default ones).
@@ -47,19 +47,22 @@ report: "workflow/report/workflow.rst"
 # the lock is removed when the run that took it is gone (bnnsweep.sweeps.runlock), never otherwise.
 if workflow.is_main_process:
     clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
+    # the profile's quiet: [reason, host]: Snakemake's per-job blocks and scheduler lines
+    # dropped, errors kept (bnnsweep.sweeps.workflow_run.JobBlocks)
+    quiet_job_blocks(workflow.output_settings.quiet)
 
 
 onsuccess:
     forget_owner(".snakemake")
-    # cells by status and method, the slowest, the figures (bnnsweep.sweeps.sweep_progress.summary)
-    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
     remove_refit_markers(RESULTS)
+    # cells by status and method, the slowest, the figures (bnnsweep.sweeps.sweep_progress.summary)
+    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr), log)
 
 
 onerror:
     forget_owner(".snakemake")
-    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr))
     remove_refit_markers(RESULTS)
+    print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr), log)
 
 
 onstart:
@@ -70,10 +73,12 @@ onstart:
         print(f"bnnsweep: {err}", file=sys.stderr)
         raise SystemExit(1)
     record_owner(".snakemake")
-    # every 30 s, a line with the cells done and the time left (bnnsweep.sweeps.sweep_progress)
+    # every 30 s, a line with the cells this run has fitted of those it fits (the ones not
+    # current when it started) and the time left (bnnsweep.sweeps.sweep_progress)
     start_sweep_progress(
         {f"{RESULTS}/{key}.nc": cell for key, cell in CELLS.items()},
         lambda line: print(line, file=sys.stderr, flush=True),
+        todo={path for path, (state, _) in STATES.items() if state != "current"},
     )
 
 

@@ -1,5 +1,7 @@
-"""The sweep's progress line: cells done of all, and the time left from the plan's estimates
-calibrated per method on the finished cells and divided by this run's parallelism."""
+"""The sweep's progress line: the cells this run has fitted of those it fits (issue 35: a
+rerun showed 100% at once, counting the files already there), and the time left from the
+plan's estimates calibrated per method on the cells fitted in this run and divided by this
+run's parallelism."""
 
 from bnnsweep.sweeps import jobsize
 from bnnsweep.sweeps.sweep_progress import SweepProgress, TimeLeft, cell_estimates
@@ -18,22 +20,24 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
     measured = {paths[0]: 5.0, paths[1]: 5.0, paths[2]: 15.0, paths[3]: 2.0}
     now = [0.0]
     progress = SweepProgress(cells, print, clock=lambda: now[0], runtime=measured.get)
-    # nothing finished in this run: no time left yet, but a line all the same
-    assert progress.line() == "bnnsweep: 1/5 cells done (20%) in 0 s"
+    # nothing finished in this run: no time left yet, but a line all the same; the file that
+    # was there at the start is not this run's work
+    assert progress.line() == "bnnsweep: 0/4 cells fitted (0%) in 0 s"
     now[0] = 2.5
     open(paths[1], "w").close()  # 5 s of work in 2.5 s: parallelism 2; map takes half
     # left: map 30 x 0.5 = 15, vi (no cell yet: its bound) 100 + 20 = 120
     assert progress.raw_left() == 135 / 2
-    assert progress.line() == "bnnsweep: 2/5 cells done (40%) in 2 s, about 1m 08s left"
+    assert progress.line() == "bnnsweep: 1/4 cells fitted (25%) in 2 s, about 1m 08s left"
     now[0] = 10.0
     open(paths[3], "w").close()  # vi measured at 0.02 of its estimate
     # left: map 15 + vi 20 x 0.02 = 15.4 s of work; parallelism (5 + 2) / 10 = 22 s; the
     # finishing time shown moves 0.3 of the way from 2.5 + 67.5 = 70 to 10 + 22 = 32: 58.6
     assert progress.raw_left() == 15.4 / 0.7
-    assert progress.line() == "bnnsweep: 3/5 cells done (60%) in 10 s, about 49 s left"
+    assert progress.line() == "bnnsweep: 2/4 cells fitted (50%) in 10 s, about 49 s left"
     for path in paths[2:]:
         open(path, "w").close()
-    assert progress.line() == "bnnsweep: 5/5 cells done (100%) in 10 s"
+    assert progress.line() == "bnnsweep: 4/4 cells fitted (100%) in 10 s"
+    assert progress.all_done()
 
 
 def test_cells_that_cannot_be_priced_count_as_the_median():
@@ -100,8 +104,33 @@ def test_a_line_every_interval_even_when_no_cell_finishes(tmp_path):
         stop.wait(0.01)
     open(path, "w").close()
     thread.join(timeout=10)
-    assert lines[0].startswith("bnnsweep: 0/1 cells done (0%)")
-    assert lines[-1].startswith("bnnsweep: 1/1 cells done (100%)")
+    assert lines[0].startswith("bnnsweep: 0/1 cells fitted (0%)")
+    assert lines[-1].startswith("bnnsweep: 1/1 cells fitted (100%)")
+
+
+def test_a_rerun_counts_only_the_cells_it_refits(tmp_path):
+    """Three cells current, one stale (its file there, to be replaced): 0/1 until the stale
+    one's file is replaced (atomically: a new file), then 1/1; with nothing to fit no line
+    is printed at all."""
+    import os
+    import threading
+
+    paths = [str(tmp_path / f"c{i}.nc") for i in range(4)]
+    for path in paths:
+        open(path, "w").close()
+    cells = {path: ("map", 1.0) for path in paths}
+    progress = SweepProgress(cells, print, todo={paths[3]})
+    assert progress.line().startswith("bnnsweep: 0/1 cells fitted (0%)")
+    new = tmp_path / "new.nc"
+    new.write_text("refitted")
+    os.replace(new, paths[3])
+    assert progress.line().startswith("bnnsweep: 1/1 cells fitted (100%)")
+
+    lines = []
+    current = SweepProgress(cells, lines.append, todo=set())
+    stop = threading.Event()
+    current.run(0.01, stop)  # returns at once
+    assert lines == []
 
 
 def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
@@ -132,3 +161,45 @@ def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
         "laplace_1.nc", "laplace_0.nc", "map_1.nc"]  # fmt: skip
     assert any(line.endswith("e/figures/occam_hill.png") for line in lines)
     assert lines[-1].startswith("report: snakemake --report")
+
+
+def test_the_terminal_shows_errors_and_bnnsweeps_lines_without_snakemakes_job_blocks(tmp_path):
+    """The profile's quiet: [reason, host]: per-job blocks, scheduler lines and the step
+    counts dropped from the terminal, kept in Snakemake's log file; errors shown. Any other
+    quiet setting (``--quiet host``: the blocks back) leaves Snakemake's output alone."""
+    import io
+    import logging
+
+    from snakemake.settings.enums import Quietness
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    from bnnsweep.sweeps.workflow_run import quiet_job_blocks
+
+    logger = logging.getLogger("test_job_blocks")
+    terminal = io.StringIO()
+    logger.addHandler(logging.StreamHandler(terminal))
+    logger.addHandler(logging.FileHandler(tmp_path / "snakemake.log"))
+    logger.setLevel(logging.INFO)
+    assert not quiet_job_blocks({Quietness.HOST}, logger)
+    assert quiet_job_blocks({Quietness.REASON, Quietness.HOST}, logger)
+    assert quiet_job_blocks({Quietness.REASON, Quietness.HOST}, logger)  # once per handler
+    logger.info("rule fit_x:\n    output: a.nc", extra={"event": LogEvent.JOB_INFO})
+    logger.info("Select jobs to execute...")
+    logger.info("Execute 2 jobs...", extra={"event": LogEvent.JOB_STARTED})
+    logger.info("3 of 9 steps (33%) done", extra={"event": LogEvent.PROGRESS})
+    logger.info("Finished jobid: 4 (Rule: fit_x)", extra={"event": LogEvent.JOB_FINISHED})
+    logger.info("Touching output file results/x.refitted.")
+    logger.error("Error in rule fit_x:\n    log: x.log", extra={"event": LogEvent.JOB_ERROR})
+    logger.info("bnnsweep: 3/9 cells fitted (33%) in 30 s")
+    logger.info("Complete log(s): /w/.snakemake/log/x.log")
+    for handler in logger.handlers:
+        handler.flush()
+    assert terminal.getvalue().splitlines() == [
+        "Error in rule fit_x:",
+        "    log: x.log",
+        "bnnsweep: 3/9 cells fitted (33%) in 30 s",
+    ]
+    assert len((tmp_path / "snakemake.log").read_text().splitlines()) == 11
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()

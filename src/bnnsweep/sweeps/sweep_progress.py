@@ -1,9 +1,13 @@
-"""Progress of a whole sweep: cells done of all, and the time left, printed while it runs;
-a summary when it ends.
+"""Progress of a whole sweep: the cells this run has fitted of those it fits, and the time
+left, printed while it runs; a summary when it ends.
 
 Started by the Snakefile's ``onstart`` in the main Snakemake process, a daemon thread looks
-every ``interval`` seconds at which cell files exist and prints one line, whether or not the
-count changed, e.g. ``bnnsweep: 120/400 cells done (30%) in 4m 10s, about 12m left``.
+every ``interval`` seconds at which cell files this run has written and prints one line,
+whether or not the count changed, e.g. ``bnnsweep: 120/400 cells fitted (30%) in 4m 10s,
+about 12m left``. It counts this run's work only: the cells that were not current when it
+started (missing, corrupt or stale: ``todo``), each done when its file is there and is not
+the file that was there at the start (a refitted cell is a new file, written atomically); a
+rerun with everything current prints no line.
 
 The time left comes from the plan's estimates (``jobsize.packing_seconds``, the work models'
 typical times) calibrated as ``bnnsweep plan`` calibrates them: each method's estimates are
@@ -93,11 +97,22 @@ class TimeLeft:
         return max(self.shown_finish - now, 0.0), revised
 
 
+def file_identity(path: str) -> int | None:
+    """The inode of a file, None when there is none. A cell written again is a new file
+    (written beside the old one, then renamed over it: another inode); Snakemake touches the
+    outputs of a batch that kept them, which changes their time, not their inode."""
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
 class SweepProgress:
     """``cells``: {cell file: (method label, estimated seconds or None)}; ``write`` takes a
-    line; ``runtime(path)`` reads a finished cell's measured seconds."""
+    line; ``runtime(path)`` reads a finished cell's measured seconds; ``todo``: the cell files
+    this run is to write (default: those missing at the start)."""
 
-    def __init__(self, cells: dict, write, clock=time.monotonic, runtime=cell_runtime):
+    def __init__(self, cells: dict, write, clock=time.monotonic, runtime=cell_runtime, todo=None):
         known = [s for _, s in cells.values() if s is not None and s > 0]
         fallback = statistics.median(known) if known else 1.0
         self.cells = {
@@ -105,14 +120,26 @@ class SweepProgress:
             for path, (method, s) in cells.items()
         }
         self.write, self.clock, self.runtime = write, clock, runtime
+        self.at_start = {path: file_identity(path) for path in self.cells}
+        if todo is None:
+            todo = {path for path, found in self.at_start.items() if found is None}
+        self.todo = set(todo) & set(self.cells)
         self.start = clock()
-        self.done_at_start = self.finished()
-        self.last_count = len(self.done_at_start)
         self.measured: dict[str, float | None] = {}
         self.time_left = TimeLeft()
 
     def finished(self) -> set[str]:
-        return {path for path in self.cells if os.path.exists(path)}
+        """The cell files written since the start (any cell: the planned ones, ``todo``, and
+        any other Snakemake reruns)."""
+        return {
+            path
+            for path, before in self.at_start.items()
+            if (now := file_identity(path)) is not None and now != before
+        }
+
+    def planned(self, done: set[str]) -> set[str]:
+        """This run's cells: those to write at the start and those written since."""
+        return self.todo | done
 
     def seconds_left(self, done: set[str]) -> float | None:
         for path in done - self.measured.keys():
@@ -126,12 +153,10 @@ class SweepProgress:
             return None
         scale = {method: statistics.median(rs) for method, rs in ratios.items()}
         work = sum(
-            estimate * scale.get(method, 1.0)
-            for path, (method, estimate) in self.cells.items()
-            if path not in done
+            self.cells[path][1] * scale.get(self.cells[path][0], 1.0)
+            for path in self.planned(done) - done
         )
-        this_run = [self.measured[p] for p in done - self.done_at_start]
-        spent = sum(s for s in this_run if s is not None)
+        spent = sum(self.measured[p] for p in done if self.measured[p] is not None)
         elapsed = self.clock() - self.start
         if spent <= 0 or elapsed <= 0:
             return None
@@ -142,13 +167,13 @@ class SweepProgress:
         return self.seconds_left(self.finished())
 
     def line(self) -> str:
-        """The progress line: cells done, the time since the start and the time left."""
+        """The progress line: this run's cells fitted of those it fits, the time since the
+        start and the time left."""
         done = self.finished()
-        self.last_count = len(done)
-        total = len(self.cells)
+        total = len(self.planned(done))
         now = self.clock()
         text = (
-            f"bnnsweep: {len(done)}/{total} cells done ({100 * len(done) // max(total, 1)}%) "
+            f"bnnsweep: {len(done)}/{total} cells fitted ({100 * len(done) // max(total, 1)}%) "
             f"in {format_seconds(now - self.start)}"
         )
         if len(done) < total:
@@ -158,11 +183,13 @@ class SweepProgress:
                 text += " (revised up: slower cells than planned)" if revised else ""
         return text
 
+    def all_done(self) -> bool:
+        done = self.finished()
+        return self.planned(done) <= done
+
     def run(self, interval: float, stop: threading.Event) -> None:
-        while not stop.wait(interval):
+        while not self.all_done() and not stop.wait(interval):
             self.write(self.line())
-            if self.last_count == len(self.cells):
-                return
 
 
 def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
@@ -181,13 +208,16 @@ def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
     return out
 
 
-def start_sweep_progress(cells: dict, write, interval: float = 30.0) -> threading.Event:
-    """Start the reporting thread (a daemon) for {cell file: Cell}, a line every ``interval``
-    seconds (environment variable ``BNNSWEEP_PROGRESS_SECONDS``) until every cell is done;
-    setting the returned event stops it."""
+def start_sweep_progress(cells: dict, write, interval: float = 30.0, todo=None) -> threading.Event:
+    """Start the reporting thread (a daemon) for {cell file: Cell}, of which this run writes
+    the files ``todo`` (default: the missing ones), a line every ``interval`` seconds (environment
+    variable ``BNNSWEEP_PROGRESS_SECONDS``) until they are done, after a first line with
+    how many that is; setting the returned event stops it."""
     interval = float(os.environ.get("BNNSWEEP_PROGRESS_SECONDS", interval))
     stop = threading.Event()
-    progress = SweepProgress(cell_estimates(cells), write)
+    progress = SweepProgress(cell_estimates(cells), write, todo=todo)
+    kept = len(cells) - len(progress.todo)
+    write(f"bnnsweep: {len(progress.todo)} of {len(cells)} cells to fit, {kept} current")
     threading.Thread(target=progress.run, args=(interval, stop), daemon=True).start()
     return stop
 
@@ -240,10 +270,13 @@ def summary(cells: dict, results_dir: str, facts=cell_facts) -> list[str]:
     return lines
 
 
-def print_summary(cells: dict, results_dir: str, write) -> None:
-    """``summary`` of {key: Cell}, each line to ``write``; never raises."""
+def print_summary(cells: dict, results_dir: str, write, logfiles=()) -> None:
+    """``summary`` of {key: Cell}, each line to ``write``, then where Snakemake's log of the
+    run is (``logfiles``, its ``log`` of onsuccess/onerror); never raises."""
     try:
         for text in summary(cells, results_dir):
             write(text)
+        if logfiles:
+            write(f"snakemake's log: {', '.join(str(f) for f in logfiles)}")
     except Exception as err:  # noqa: BLE001 - a summary is never worth a failed sweep
         write(f"bnnsweep: no summary ({err})")
