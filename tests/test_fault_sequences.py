@@ -7,15 +7,18 @@ cells the faults touched.
 The sweep is the workflow's own decision, run in-process so that 200 sequences take
 seconds: ``result_check.cell_states`` (what the Snakefile reads to choose the batches to
 rerun) and ``runner.fit_batch`` (what the batch job runs), then the merge when a cell was
-refitted. Snakemake's part, that those states rerun exactly those batches, is checked end
-to end by tests/test_dry_runs.py and tests/test_cell_integrity.py. The cells are closed-form
-fits (``exact``, a linear model on a 21-point grid), milliseconds each.
+refitted. Snakemake's part, that those states rerun exactly those batches, is checked by
+a few fixed sequences of the same faults run through real Snakemake (the README's command,
+once, on a copy of a clean Snakemake run: the clean run's numbers, no healthy cell written
+again), and by tests/test_dry_runs.py and tests/test_cell_integrity.py. The cells are
+closed-form fits (``exact``, a linear model on a 21-point grid), milliseconds each.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -141,7 +144,7 @@ def apply(fault, root: Path, older: Path, touched: set[int]) -> set[str]:
     elif kind == "truncate" and cells[fault[1]].is_file():
         data = cells[fault[1]].read_bytes()
         cells[fault[1]].write_bytes(data[: int(len(data) * fault[2])])
-    elif kind == "flip" and cells[fault[1]].is_file():
+    elif kind == "flip" and cells[fault[1]].is_file() and cells[fault[1]].stat().st_size:
         data = bytearray(cells[fault[1]].read_bytes())
         data[int(len(data) * fault[2])] ^= 1 << fault[3]
         cells[fault[1]].write_bytes(bytes(data))
@@ -221,3 +224,73 @@ def test_one_sweep_converges_after_any_fault_sequence(clean, tmp_path_factory, f
         assert numbers(root / rel) == expected, (faults, rel)
     leftovers = [p for p in root.rglob(".*.tmp.nc")]
     assert leftovers == [], (faults, leftovers)
+
+
+# --- the same contract through real Snakemake ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE_CONFIG = """\
+experiments:
+  f:
+    datasets: [toy_sine]
+    seeds: [0, 1, 2, 3]
+    figures: [error_table]
+    methods:
+      exact: {hidden: 0, grid: 21}
+"""
+# a few sequences of every file fault the in-process test draws (kills: tests/test_faults.py)
+SNAKEMAKE_SEQUENCES = [
+    [("swap", 0, 1), ("delete_data",)],
+    [("older", 2), ("flip", 3, 0.5, 3), ("copy", 1, 0)],
+    [("truncate", 0, 0.4), ("delete", 2), ("older", 3)],
+]
+
+
+def snakemake_sweep(workdir: Path) -> None:
+    """The README's sweep command on the config above, in ``workdir``."""
+    from bnnsweep.sweeps.workflow_run import snakemake_command
+
+    command = snakemake_command(
+        ROOT, workdir, workdir / "f.yaml", "--cores", "1",
+        "--workflow-profile", str(ROOT / "profiles" / "default"),
+    )  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def clean_snakemake(tmp_path_factory):
+    """A clean Snakemake run of the config (the same cells as ``CELLS``) and its numbers."""
+    workdir = tmp_path_factory.mktemp("snakemake_clean")
+    (workdir / "f.yaml").write_text(SNAKEMAKE_CONFIG)
+    snakemake_sweep(workdir)
+    root = workdir / "results"
+    reference = {p.relative_to(root): numbers(p) for p in [*paths(root), root / "f/merged.nc"]}
+    return workdir, reference
+
+
+def identity(path: Path) -> int | None:
+    """The inode of a file: a refitted cell is a new file, written beside the old one and
+    renamed over it (Snakemake touches the outputs a batch kept: their times change)."""
+    return path.stat().st_ino if path.is_file() else None
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("faults", SNAKEMAKE_SEQUENCES, ids=str)
+def test_snakemake_converges_after_a_fault_sequence(clean, clean_snakemake, tmp_path, faults):
+    source, reference = clean_snakemake
+    workdir = tmp_path / "work"
+    shutil.copytree(source, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    root = workdir / "results"
+    touched: set[int] = set()
+    for fault in faults:
+        apply(fault, root, clean.older, touched)
+    healthy = {p: identity(p) for i, p in enumerate(paths(root)) if i not in touched}
+
+    snakemake_sweep(workdir)  # the same command, once
+
+    refitted = [str(p) for p, before in healthy.items() if identity(p) != before]
+    assert not refitted, f"{faults}: healthy cells refitted: {refitted}"
+    for rel, expected in reference.items():
+        assert seal_problem(root / rel) is None
+        assert numbers(root / rel) == expected, (faults, rel)
