@@ -40,6 +40,7 @@ for (_dataset, _hidden, _size, _metric), _ref in PUBLISHED_COMMITTEE.items():
             runs_from=committees_of(_size, _hidden),
             measure=metric(_metric, datasets=[_dataset], labels=["laplace"]),
             finding="the committee of a laplace run's modes of largest log evidence; "
-            "bnnsweep figure evidence_committee results/<experiment>/merged.nc",
+            "bnnsweep figure evidence_committee --merged results/<experiment>/merged.nc "
+            "--output committee.md",
         )
     )
