@@ -40,6 +40,7 @@ def one_seed(split, settings, seed: int) -> dict:
     rhat_beta, rhat_alpha, _ = hyperparameter_rhats(betas, alphas, groups)
     return {
         "nmse": regression_metrics(y, mean, var)["test_nmse"],
+        "rmse": regression_metrics(y, mean, var)["test_rmse"],
         "rhat": {
             "ln beta": rhat_beta,
             **{f"ln alpha_{g}": r for g, r in zip(groups, rhat_alpha, strict=True)},
@@ -56,6 +57,7 @@ def one_seed(split, settings, seed: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="sunspots", help="also: tecator (RMSE in fat %%)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an hmc setting (default: hidden 8, erf, persistence 0.95)")  # fmt: skip
@@ -65,14 +67,14 @@ def main() -> None:
         key, _, value = item.partition("=")
         values[key] = yaml.safe_load(value)
     settings = get_method("hmc").settings(values)
-    split = datasets.load("sunspots").split("default")
-    print(f"sunspots, hmc {values}")
+    split = datasets.load(args.dataset).split("default")
+    print(f"{args.dataset}, hmc {values}")
     nmse = []
     for seed in args.seeds:
         r = one_seed(split, settings, seed)
         nmse.append(r["nmse"])
         rhats = ", ".join(f"{k} {v:.3f}" for k, v in r["rhat"].items())
-        print(f"seed {seed}: NMSE {r['nmse']:.4f}; R-hat {rhats}; status {r['status']}; "
+        print(f"seed {seed}: NMSE {r['nmse']:.4f}, RMSE {r['rmse']:.4f}; R-hat {rhats}; status {r['status']}; "
               f"divergent {r['divergent']}/{r['kept']}; acceptance {r['acceptance']:.2f}; "
               f"<alpha> {r['alpha']}, <beta> {r['beta']:.2f}; CPU {r['cpu_s']:.0f} s",
               flush=True)  # fmt: skip
