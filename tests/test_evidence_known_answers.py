@@ -20,7 +20,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from bnnsweep.engines.evidence import known_answers, tempering, valleys
+from bnnsweep.engines.evidence import known_answers, nested, tempering, valleys
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.estimators import bdmc_estimate
 from bnnsweep.engines.evidence.result import EvidenceEstimate
@@ -89,7 +89,15 @@ def _valleys(problem, seed):
     return valleys.estimate(problem.target, VALLEYS, _rng(problem, seed, 2))
 
 
+NESTED = nested.NestedSettings(live=100, replicates=4)
+
+
+def _nested(problem, seed):
+    return nested.estimate(problem.target, NESTED, _rng(problem, seed, 3))
+
+
 ESTIMATORS = {
+    "nested": _nested,
     "valleys": _valleys,
     "ratio": _chained("log_z_ratio", "log_z_ratio_se"),
     "ti": _chained("log_z_ti", "log_z_ti_se"),

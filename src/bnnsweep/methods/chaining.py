@@ -24,6 +24,7 @@ import numpy as np
 from ..datasets.base import Split
 from ..engines.evidence.chaining import ChainProtocol, run_chain
 from ..engines.evidence.estimators import bdmc_estimate
+from ..engines.evidence.nested import NestedSettings
 from ..engines.evidence.schedules import schedule as make_schedule
 from ..engines.evidence.tempering import TemperingSettings
 from ..engines.evidence.valleys import ValleySettings
@@ -67,13 +68,14 @@ def neal_noise_hyperprior() -> dict:
 MIN_AIS_ESS = 5.0
 """Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
-ESTIMATORS = ("tempering", "valleys", "bdmc", "ratio", "ti", "ais")
+ESTIMATORS = ("tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
 """``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
 sec. 2 allows any reference whose evidence is known) to the posterior by AIS, summed over the
 valleys found and their 2^H H! images (``engines.evidence.valleys``); ``tempering``: the
 links exchange states (parallel tempering on an adapted ladder) and the paper's ratio is
 taken along it (stepping stone); the others run the paper's sequential links from the prior
-(``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo."""
+(``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo; ``nested``:
+nested sampling from the prior, no lambda path (``engines.evidence.nested``)."""
 
 
 def _overridden(kind, key: str, overrides: dict):
@@ -113,6 +115,7 @@ class ChainingSettings(ModelSettings):
     estimator: str = "tempering"
     valleys: dict = field(default_factory=dict)  # overrides of ValleySettings' defaults
     tempering: dict = field(default_factory=dict)  # overrides of TemperingSettings' defaults
+    nested: dict = field(default_factory=dict)  # overrides of NestedSettings' defaults
     bdmc_max_gap: float = 20.0
     predictive_samples: int = 200
 
@@ -129,6 +132,7 @@ class ChainingSettings(ModelSettings):
         check_choice("estimator", self.estimator, ESTIMATORS)
         self.tempering_settings().validate()
         self.valley_settings().validate()
+        self.nested_settings().validate()
         if self.estimator == "valleys" and self.hidden < 1:
             raise ValueError("estimator 'valleys' needs hidden >= 1 (the linear model has one)")
         check_positive("bdmc_max_gap", self.bdmc_max_gap)
@@ -169,6 +173,11 @@ class ChainingSettings(ModelSettings):
         overrides."""
         return _overridden(ValleySettings, "valleys", self.valleys)
 
+    def nested_settings(self) -> NestedSettings:
+        """The nested-sampling protocol: ``NestedSettings`` with this method's ``nested``
+        overrides."""
+        return _overridden(NestedSettings, "nested", self.nested)
+
     def protocol(self) -> ChainProtocol:
         return ChainProtocol(
             replicates=self.replicates,
@@ -204,6 +213,8 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         return fit_tempering(split, settings, model, rng, log)
     if settings.estimator == "valleys":
         return fit_valleys(split, settings, model, rng, log)
+    if settings.estimator == "nested":
+        return fit_nested(split, settings, model, rng, log)
     lambdas = make_schedule(settings.schedule)
     log(f"chaining over {len(lambdas) - 1} links: {np.array2string(lambdas[1:], precision=4)}")
     chain = run_chain(model, lambdas, settings.protocol(), rng, log=log)
@@ -387,24 +398,16 @@ def fit_tempering(split: Split, settings: ChainingSettings, model: MarginalModel
     return result
 
 
-def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
-    """Chaining from each valley's Gaussian reference (``engines.evidence.valleys``): ln p(D)
-    as the sum over the valleys found and their images, a lower bound and, when the coverage
-    check holds, the estimate. Predictions average the network over the AIS particles, each
-    weighted by its valley's share of the evidence and its own importance weight."""
-    from ..engines.evidence.valleys import estimate
-
-    protocol = settings.valley_settings()
-    found = estimate(model, protocol, rng, log=log)
-    objective = model.objective
-    d = found.diagnostics
-    draws, weights = d["draws"], d["draw_weights"]
+def _weighted_draws_result(model: MarginalModel, split: Split, found, draws, weights):
+    """A FitResult from weighted posterior draws (valleys' AIS particles, nested sampling's
+    dead points): predictions average the network over the draws by weight, the predictive
+    variance adds the spread and E[1/beta | w]; ln p(D) and the status from ``found``."""
     if len(draws) == 0:
         nan = np.full((len(split.x_test), split.n_outputs), np.nan)
         result = FitResult(nan, nan, log_evidence_kind="chain", n_grad_evals=found.n_grad_evals)
         result.flag(found.status, found.reason)
         return result
-    net = objective.network
+    net = model.objective.network
 
     def predict(x):
         f = net.forward(draws, x)  # (N, T, P)
@@ -428,6 +431,52 @@ def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, 
     )
     if found.status != "ok":
         result.flag(found.status, found.reason)
+    result.diagnostics["n_weights"] = net.n_weights
+    return result
+
+
+def fit_nested(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
+    """ln p(D) by nested sampling (``engines.evidence.nested``): ``replicates`` independent
+    runs merged; predictions from the dead points' posterior weights."""
+    from ..engines.evidence.nested import estimate
+
+    protocol = settings.nested_settings()
+    found = estimate(model, protocol, rng, log=log)
+    d = found.diagnostics
+    result = _weighted_draws_result(model, split, found, d["draws"], d["draw_weights"])
+    runs = ", ".join(f"{z:.2f}" for z in d["log_z_replicates"])
+    log(
+        f"nested: ln p(D) = {found.log_z:.3f} +- {found.log_z_se:.3f} from "
+        f"{protocol.replicates} runs of {protocol.live} live points ({runs}); "
+        f"KL(posterior || prior) {d['information']:.1f} nats"
+    )
+    result.coords["nested_run"] = np.arange(protocol.replicates)
+    result.traces["nested_log_z"] = (("nested_run",), np.asarray(d["log_z_replicates"]))
+    result.traces["nested_log_z_se"] = (("nested_run",), np.asarray(d["se_replicates"]))
+    result.diagnostics.update(
+        nested_information=d["information"],
+        nested_replicate_p=d["replicate_p"],
+        nested_se_volume=d["se_volume"],
+        nested_se_spread=d["se_spread"],
+        nested_kept_share=d["kept_share"],
+        nested_dead=d["dead"],
+    )
+    return result
+
+
+def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
+    """Chaining from each valley's Gaussian reference (``engines.evidence.valleys``): ln p(D)
+    as the sum over the valleys found and their images, a lower bound and, when the coverage
+    check holds, the estimate. Predictions average the network over the AIS particles, each
+    weighted by its valley's share of the evidence and its own importance weight."""
+    from ..engines.evidence.valleys import estimate
+
+    protocol = settings.valley_settings()
+    found = estimate(model, protocol, rng, log=log)
+    d = found.diagnostics
+    result = _weighted_draws_result(model, split, found, d["draws"], d["draw_weights"])
+    if len(d["draws"]) == 0:
+        return result
     log(
         f"valleys: ln p(D) = {found.log_z:.3f} +- {found.log_z_se:.3f} from "
         f"{d['n_ais_valleys']} valleys ({d['n_valleys']} found, {d['n_accepted_minima']} "
@@ -452,7 +501,6 @@ def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, 
             )
         }  # fmt: skip
     )
-    result.diagnostics["n_weights"] = net.n_weights
     return result
 
 
@@ -471,6 +519,16 @@ def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: 
         # AIS and the pilot run batched over valleys x particles; typical: fewer valleys
         return Work(lbfgs + polish + (pilot + ais) / v.particles, batch=v.particles,
                     floats_held=held, typical=0.5)  # fmt: skip
+    if s.estimator == "nested":
+        from ..engines.evidence.nested import cost
+
+        protocol = s.nested_settings()
+        # KL(posterior || prior) grows with the weights: ~50 nats at 12 weights (robot arm
+        # H = 2, measured), taken as 4 nats per weight; a likelihood ~ 1/3 gradient
+        evals = cost(protocol, n_weights, information=4.0 * n_weights) / 3.0
+        batch = protocol.replicates * max(1, round(protocol.delete_fraction * protocol.live))
+        return Work(evals / batch, batch=batch,
+                    floats_held=protocol.replicates * protocol.live * protocol.window * n_weights)  # fmt: skip
     if s.estimator == "tempering":
         from ..engines.evidence.tempering import cost
 

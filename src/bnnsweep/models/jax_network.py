@@ -113,6 +113,25 @@ def _unpack(spec: NetworkSpec, w: jax.Array):
     return w1, b1, w[start : start + P * H].reshape(P, H), w[start + P * H : start + P * H + P]
 
 
+ODD_ACTIVATIONS = ("tanh", "erf")
+
+
+def canonical_units(spec: NetworkSpec, w: jax.Array) -> jax.Array:
+    """One representative of w's orbit under the hidden layer's symmetries, which leave the
+    network's function and every prior here unchanged: permutations of the H units and, for
+    an odd activation (tanh, erf), a sign flip of a unit's input weights, bias and output
+    weights (|G| = 2^H H!, paper 001 sec. 5). The representative has every unit's first
+    output weight >= 0 (odd activations) and the units sorted by it, largest first."""
+    if spec.n_hidden == 0:
+        return w
+    w1, b1, w2, b2 = _unpack(spec, w)
+    if spec.activation in ODD_ACTIVATIONS:
+        sign = jnp.where(w2[0] < 0, -1.0, 1.0)
+        w1, b1, w2 = w1 * sign[:, None], b1 * sign, w2 * sign[None, :]
+    order = jnp.argsort(-w2[0])
+    return jnp.concatenate([w1[order].ravel(), b1[order], w2[:, order].ravel(), b2])
+
+
 def _few(spec: NetworkSpec) -> bool:
     return spec.n_inputs <= FEW and spec.n_outputs <= FEW
 

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..runtime.jax_runtime import jax, jnp
-from .jax_network import data_error, group_sum_squares, objective_spec, sample_alpha, weight_error
+from .jax_network import (
+    canonical_units,
+    data_error,
+    group_sum_squares,
+    objective_spec,
+    sample_alpha,
+    weight_error,
+)
 from .objective import PenalisedError
 from .priors import GammaPrior
 
@@ -81,6 +88,19 @@ def lbfgs_program(value_fn, n_iter: int):
         return jnp.where(ok, v, w), jnp.where(ok, value, jnp.inf), iterations
 
     return jax.jit(jax.vmap(one))
+
+
+@dataclass(frozen=True)
+class NoncentredPrior:
+    """``MarginalModel.noncentred``: the prior's log density in u = (z, ln alpha), the map
+    u -> w, exact draws of u, and the representative of u's orbit under the hidden units'
+    symmetries (``models.jax_network.canonical_units`` on z: the groups' alpha are shared by
+    all units, so the symmetries act on z alone)."""
+
+    log_prior: object
+    weights: object
+    sample: object
+    canonical: object
 
 
 @dataclass
@@ -251,6 +271,42 @@ class MarginalModel:
         ).copy()
         w = rng.standard_normal((n, self.objective.network.n_weights))
         return w / np.sqrt(prior.per_weight(alpha)), alpha
+
+    def noncentred(self) -> NoncentredPrior:
+        """The reference exp(-E_0) in non-centred coordinates u = (z, eta): z ~ N(0, I_W),
+        eta_k = ln alpha_k with alpha_k ~ Gamma(a_k, b_k), and w = z / sqrt(alpha_k(w)) per
+        weight; integrating alpha out gives back the Student-t exp(-E_0(w)), so an integral
+        of a function of w against the prior is the same in either. ln density of eta_k:
+        a_k eta_k - b_k e^eta_k + a_k ln b_k - ln Gamma(a_k) (the Jacobian of alpha = e^eta
+        included). Light-tailed in every coordinate, which samplers that learn a scale from
+        prior draws (nested sampling's live points) need: Neal's hyperpriors (shape 0.1)
+        make E_0 nearly Cauchy in w."""
+        from jax.scipy.special import gammaln
+
+        prior = self.objective.prior
+        shapes, rates = np.asarray(prior.shapes, float), np.asarray(prior.rates, float)
+        a, b = jnp.asarray(shapes), jnp.asarray(rates)
+        group = jnp.asarray(self.spec.group_index)
+        n_weights = self.objective.network.n_weights
+        const = float(np.sum(shapes * np.log(rates) - gammaln(shapes)) - 0.5 * n_weights * LOG_2PI)
+
+        def weights(u):
+            return u[:n_weights] * jnp.exp(-0.5 * u[n_weights:][group])
+
+        def log_prior(u):
+            z, eta = u[:n_weights], u[n_weights:]
+            return -0.5 * jnp.sum(z * z) + jnp.sum(a * eta - b * jnp.exp(eta)) + const
+
+        def sample(n: int, rng: np.random.Generator) -> np.ndarray:
+            alpha = rng.gamma(shapes, 1.0 / rates, size=(n, len(shapes)))
+            return np.concatenate([rng.standard_normal((n, n_weights)), np.log(alpha)], axis=1)
+
+        spec = self.spec
+
+        def canonical(u):
+            return jnp.concatenate([canonical_units(spec, u[:n_weights]), u[n_weights:]])
+
+        return NoncentredPrior(log_prior, weights, sample, canonical)
 
     def noise_variance_mean(self, w: np.ndarray) -> np.ndarray:
         """E[1/beta | w, D] = (b + E_D) / (a + N/2 - 1), shape (B,)."""

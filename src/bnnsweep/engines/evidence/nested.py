@@ -1,0 +1,318 @@
+"""Nested sampling (Skilling 2006) for ln p(D): an evidence estimator that needs no path
+through a tempered family, so a first-order transition along lambda does not trouble it.
+
+Z = int L(w) pi(w) dw = int_0^1 L(X) dX, X(l) the prior mass with likelihood above l.
+``live`` points drawn from the prior are replaced, ``k = delete_fraction * live`` at a time,
+lowest likelihood first, by points drawn from the prior restricted to L > L_dead; the prior
+mass shrinks by t ~ Beta(n, 1) per deletion, and ln Z = ln sum_i L_i (X_{i-1} - X_i) over the
+dead points and the final live set. The constrained draws are BlackJAX's nested slice
+sampling (``blackjax.nss``: hit-and-run slice steps along directions drawn from the live
+points' covariance, Yallup, Kroupa & Handley 2026), ``inner_steps x dimension`` steps per
+new point from a surviving live point.
+
+Here L(w) = exp(-phi(w)) and pi(w) = exp(-E_0(w)), the chaining target's likelihood and
+normalised reference. A target that provides ``noncentred()`` (``models.marginal``: the
+Student-t prior of the integrated hyperparameters written as z ~ N(0, I), ln alpha ~
+ln-Gamma, w = z / sqrt(alpha)) is sampled in those coordinates, where the prior is
+light-tailed: in w the live points' covariance is dominated by a few draws from the t's tails
+and the runs lost the heavy valley (robot arm H = 1: -543.6 against -514.5).
+
+A valley that splits off the live set with few points can die out before its likelihood
+overtakes the rest (the new points are copies of survivors moved by MCMC, so each valley's
+share of live points drifts); the run then misses its mass and the volume error of the run
+does not show it. ``replicates`` independent runs are therefore made, merged for the
+estimate (the union of R runs of n live points is one run of R n live points: Higson et al.
+2019, "dynamic nested sampling"), and compared with each other: the reported standard error
+is the larger of the merged run's volume error (``blackjax.ns.utils.log_weights`` simulating
+the shrinkage) and the spread of the replicates' ln Z / sqrt(R); replicates more spread than
+their own volume errors allow (chi-square over R - 1 degrees of freedom with p below
+``min_p``) make the status ``not_converged``.
+
+Cost: likelihood evaluations (each slice step's stepping-out and shrinkage trials), reported
+as ``n_grad_evals`` (a likelihood costs about a third of a gradient).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...runtime.jax_runtime import jax, jnp, key_from_rng
+from .result import EvidenceEstimate
+
+CHUNK = 20  # outer steps per compiled call
+
+
+@dataclass(frozen=True)
+class NestedSettings:
+    """Nested sampling protocol. Defaults: 4 independent runs of 500 live points, 3 x dim
+    slice steps per replacement, a tenth of the live points replaced per step, stop when the
+    live points hold under 1e-3 of the evidence."""
+
+    live: int = 500
+    replicates: int = 4
+    inner_steps: float = 3.0  # slice steps per new point, in multiples of the dimension
+    delete_fraction: float = 0.1
+    stop: float = 1e-3  # remaining evidence fraction in the live points
+    volume_draws: int = 200  # simulated shrinkage sequences for the volume error
+    max_steps: int = 200_000  # cap on outer steps (a run that reaches it is not_converged)
+    window: float = 40.0  # dead points kept for posterior draws, in multiples of live
+    min_p: float = 0.01  # replicate consistency (chi-square p-value) below which: not_converged
+    coordinates: str = "noncentred"  # or "centred": w itself under exp(-E_0)
+
+    def validate(self) -> None:
+        if int(self.live) < 10:
+            raise ValueError("nested setting 'live' must be >= 10")
+        if int(self.replicates) < 2:
+            raise ValueError("nested setting 'replicates' must be >= 2 for its standard error")
+        if not self.inner_steps > 0 or not 0 < self.delete_fraction <= 0.5:
+            raise ValueError("nested needs inner_steps > 0 and 0 < delete_fraction <= 0.5")
+        if not 0 < self.stop < 1 or int(self.volume_draws) < 10:
+            raise ValueError("nested needs 0 < stop < 1 and volume_draws >= 10")
+        if self.coordinates not in ("noncentred", "centred"):
+            raise ValueError(
+                f"nested setting 'coordinates' must be 'noncentred' or 'centred', not "
+                f"{self.coordinates!r}"
+            )
+
+
+def space(target, coordinates: str = "noncentred"):
+    """(log prior, log likelihood, prior draws, canonical form or None, map to w) in the
+    coordinates nested sampling moves in: the target's ``noncentred()`` where it has one
+    (module docstring), else w itself with pi = exp(-E_0) and exact draws ``sample_prior``."""
+    if coordinates == "noncentred" and hasattr(target, "noncentred"):
+        nc = target.noncentred()
+        return (
+            nc.log_prior,
+            lambda u: -target.phi_one(nc.weights(u)),
+            nc.sample,
+            nc.canonical,
+            nc.weights,
+        )
+    return (
+        lambda w: -target.prior_energy_one(w),
+        lambda w: -target.phi_one(w),
+        lambda n, rng: target.sample_prior(n, rng)[0],
+        _canonical(target),
+        lambda w: w,
+    )
+
+
+def _canonical(target):
+    """The canonical form of the hidden units' symmetries in w, for a network target."""
+    spec = getattr(target, "spec", None)
+    if spec is None:
+        return None
+    from ...models.jax_network import canonical_units
+
+    return lambda w: canonical_units(spec, w)
+
+
+def cost(settings: NestedSettings, dimension: int, information: float) -> float:
+    """Likelihood evaluations expected: R runs of n ``information`` deletions each (the run
+    ends after about n H deletions, H = KL(posterior || prior) in nats), each new point
+    ``inner_steps x dimension`` slice steps of about 6 evaluations (stepping out and
+    shrinkage, measured on the robot arm at H = 1-2)."""
+    s = settings
+    return s.replicates * s.live * information * s.inner_steps * dimension * 6.0
+
+
+@dataclass
+class NestedRun:
+    log_z_replicates: np.ndarray  # (R,) each run's ln Z (mean over volume draws)
+    se_replicates: np.ndarray  # (R,) each run's volume error
+    log_z: float  # the merged run's
+    se_volume: float  # the merged run's volume error
+    dead: int  # dead points over all runs (with the final live sets)
+    steps: int
+    evaluations: int
+    information: float  # KL(posterior || prior) of the merged run, nats
+    capped: bool
+    draws: np.ndarray  # (M, W) weights of the last ``window`` dead points and the live sets
+    draw_weights: np.ndarray  # (M,) their posterior weights, summing to 1
+    kept_share: float  # posterior weight of the kept points in the whole run's
+
+
+def _log_z_draws(key, loglikelihood, birth, draws: int) -> np.ndarray:
+    """ln Z under ``draws`` simulated shrinkage sequences (``blackjax.ns.utils.log_weights``),
+    from the dead points' likelihoods and the likelihoods they were born above."""
+    from blackjax.ns import utils
+    from blackjax.ns.base import NSInfo, StateWithLogLikelihood
+
+    ll = jnp.asarray(loglikelihood)
+    zeros = jnp.zeros_like(ll)
+    dead = NSInfo(StateWithLogLikelihood(zeros, zeros, ll, jnp.asarray(birth)), None)
+    log_w = utils.log_weights(key, dead, shape=draws)
+    return np.asarray(jax.scipy.special.logsumexp(log_w, axis=0))
+
+
+def _mean_log_weights(key, loglikelihood, birth) -> np.ndarray:
+    """Each point's posterior log weight ln(L_i dX_i), dX_i averaged over 10 simulated
+    shrinkage sequences (``blackjax.ns.utils.log_weights``)."""
+    from blackjax.ns import utils
+    from blackjax.ns.base import NSInfo, StateWithLogLikelihood
+
+    ll = jnp.asarray(loglikelihood)
+    zeros = jnp.zeros_like(ll)
+    dead = NSInfo(StateWithLogLikelihood(zeros, zeros, ll, jnp.asarray(birth)), None)
+    return np.asarray(utils.log_weights(key, dead, shape=10)).mean(axis=1)
+
+
+def _information(log_z: float, loglikelihood, birth, key) -> float:
+    """KL(posterior || prior) = sum_i p_i ln L_i - ln Z of the merged run (the run length in
+    e-folds of prior mass is about n times this)."""
+    log_w = _mean_log_weights(key, loglikelihood, birth)
+    p = np.exp(log_w - np.logaddexp.reduce(log_w))
+    return float(np.sum(p * np.asarray(loglikelihood)) - log_z)
+
+
+def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=None) -> NestedRun:
+    """R independent nested-sampling runs as one vmapped compiled program (module docstring)."""
+    import blackjax
+
+    s = settings
+    s.validate()
+    from blackjax.ns.nss import live_covariance_factor
+
+    log_prior, log_likelihood, sample, canonical, to_weights = space(target, s.coordinates)
+    R, n = int(s.replicates), int(s.live)
+    starts = np.stack([sample(n, rng) for _ in range(R)])  # (R, n, d)
+    d = starts.shape[-1]
+    k = max(1, int(round(s.delete_fraction * n)))
+    algo = blackjax.nss(
+        logprior_fn=log_prior,
+        loglikelihood_fn=log_likelihood,
+        num_inner_steps=max(5, int(np.ceil(s.inner_steps * d))),
+        num_delete=k,
+    )
+    state = jax.jit(jax.vmap(algo.init))(jnp.asarray(starts, dtype=jnp.float64))
+
+    @jax.jit
+    def advance(state, key):
+        def step(key_r, st):
+            st, info = algo.step(key_r, st)
+            if canonical is not None:  # the live set folded onto one image of each valley
+                folded = st.particles._replace(position=jax.vmap(canonical)(st.particles.position))
+                st = st._replace(particles=folded)
+                st = st._replace(inner_kernel_params=live_covariance_factor(None, st, None, None))
+            return st, info
+
+        def body(st, key_t):
+            st, info = jax.vmap(step)(jax.random.split(key_t, R), st)
+            slice_info = info.update_info
+            evals = jnp.sum(slice_info.num_expansions + slice_info.num_shrink, axis=(1, 2))
+            p = info.particles
+            return st, (p.loglikelihood, p.loglikelihood_birth, evals, p.position)
+
+        st, (ll, birth, evals, pos) = jax.lax.scan(body, state, jax.random.split(key, CHUNK))
+        remaining = st.integrator.logZ_live - st.integrator.logZ  # (R,)
+        return st, ll, birth, evals.sum(axis=0), remaining, pos
+
+    key = key_from_rng(rng)
+    lls, births, evaluations, steps = [], [], np.zeros(R), 0
+    positions: deque = deque(maxlen=max(1, int(np.ceil(s.window * n / (CHUNK * k)))))
+    capped = False
+    while True:
+        key, sub = jax.random.split(key)
+        state, ll, birth, evals, remaining, pos = advance(state, sub)
+        lls.append(np.asarray(ll))  # (CHUNK, R, k)
+        births.append(np.asarray(birth))
+        positions.append(np.asarray(pos))  # (CHUNK, R, k, d): only the last ``window``
+        evaluations += np.asarray(evals)
+        steps += CHUNK
+        if log is not None and steps % (50 * CHUNK) == 0:
+            log(f"nested: {steps} steps, ln Z_live - ln Z {np.asarray(remaining).round(2)}")
+        if np.all(np.asarray(remaining) < np.log(s.stop)):
+            break
+        if steps >= s.max_steps:
+            capped = True
+            break
+    # (R, dead) per run: the dead points in order, then the final live set
+    ll = np.concatenate(lls).transpose(1, 0, 2).reshape(R, -1)
+    birth = np.concatenate(births).transpose(1, 0, 2).reshape(R, -1)
+    ll = np.concatenate([ll, np.asarray(state.particles.loglikelihood)], axis=1)
+    birth = np.concatenate([birth, np.asarray(state.particles.loglikelihood_birth)], axis=1)
+    keys = jax.random.split(key, R + 2)
+    per_run = np.stack([_log_z_draws(keys[r], ll[r], birth[r], s.volume_draws) for r in range(R)])
+    merged = _log_z_draws(keys[R], ll.ravel(), birth.ravel(), s.volume_draws)
+    log_z = float(merged.mean())
+    # posterior weights of the merged run's points, and the points whose positions were kept
+    log_w = _mean_log_weights(keys[R], ll.ravel(), birth.ravel()).reshape(R, -1)
+    kept = np.concatenate(list(positions)).transpose(1, 0, 2, 3).reshape(R, -1, d)
+    kept = np.concatenate([kept, np.asarray(state.particles.position)], axis=1)
+    kept_log_w = log_w[:, -kept.shape[1] :]
+    total = np.logaddexp.reduce(log_w.ravel())
+    share = float(np.exp(np.logaddexp.reduce(kept_log_w.ravel()) - total))
+    weights = np.exp(kept_log_w.ravel() - np.logaddexp.reduce(kept_log_w.ravel()))
+    to_w = jax.jit(jax.vmap(to_weights))
+    draws = np.asarray(to_w(jnp.asarray(kept.reshape(-1, d))))
+    return NestedRun(
+        log_z_replicates=per_run.mean(axis=1),
+        se_replicates=per_run.std(axis=1, ddof=1),
+        log_z=log_z,
+        se_volume=float(merged.std(ddof=1)),
+        dead=int(ll.size),
+        steps=steps,
+        evaluations=int(evaluations.sum()),
+        information=_information(log_z, ll.ravel(), birth.ravel(), keys[R + 1]),
+        capped=capped,
+        draws=draws,
+        draw_weights=weights,
+        kept_share=share,
+    )
+
+
+def estimate_from_run(res: NestedRun, settings: NestedSettings) -> EvidenceEstimate:
+    """The merged ln Z, its honest error and status (module docstring)."""
+    from scipy.stats import chi2
+
+    R = len(res.log_z_replicates)
+    spread_se = float(np.std(res.log_z_replicates, ddof=1) / np.sqrt(R))
+    statistic = float(
+        np.sum(
+            (res.log_z_replicates - res.log_z_replicates.mean()) ** 2
+            / np.maximum(res.se_replicates, 1e-12) ** 2
+        )
+    )
+    p_value = float(chi2.sf(statistic, R - 1))
+    out = EvidenceEstimate(
+        log_z=res.log_z,
+        log_z_se=max(res.se_volume, spread_se),
+        n_grad_evals=res.evaluations,
+        diagnostics={
+            "log_z_replicates": res.log_z_replicates,
+            "se_replicates": res.se_replicates,
+            "se_volume": res.se_volume,
+            "se_spread": spread_se,
+            "replicate_p": p_value,
+            "information": res.information,
+            "dead": res.dead,
+            "steps": res.steps,
+            "kept_share": res.kept_share,
+            "draws": res.draws,
+            "draw_weights": res.draw_weights,
+        },
+    )
+    if res.capped:
+        out.flag("not_converged", f"nested sampling stopped at max_steps={settings.max_steps}")
+    if p_value < settings.min_p:
+        runs = ", ".join(f"{z:.2f}" for z in res.log_z_replicates)
+        out.flag(
+            "not_converged",
+            f"independent nested runs disagree beyond their volume errors ({runs}; "
+            f"p = {p_value:.2g}): a run lost a valley",
+        )
+    return out
+
+
+def estimate(
+    target, settings: NestedSettings, rng: np.random.Generator, log=None
+) -> EvidenceEstimate:
+    """ln Z by nested sampling, R independent runs merged (module docstring)."""
+    started = time.process_time()
+    out = estimate_from_run(run_nested(target, settings, rng, log=log), settings)
+    out.diagnostics["cpu_seconds"] = time.process_time() - started
+    return out
