@@ -12,10 +12,10 @@ from scipy import stats
 from bnnsweep import datasets
 from bnnsweep.engines.evidence import nested
 from bnnsweep.engines.evidence.valleys import group_elements
-from bnnsweep.runtime.jax_runtime import jax, jnp
 from bnnsweep.methods import get_method
 from bnnsweep.models.jax_network import canonical_units
 from bnnsweep.models.marginal import MarginalModel
+from bnnsweep.runtime.jax_runtime import jax, jnp
 
 
 def _robot_arm(hidden: int) -> MarginalModel:
