@@ -9,7 +9,9 @@
     (trace ``log10_alpha_round``) against the round, one line per source and run, coloured
     by the source's rank at the end; one panel per dataset, method label and I, with the
     round at which the largest log10 alpha first stands 2 orders above the next (median
-    over runs).
+    over runs). Round 0 is the state after the first outer round (up to ``inner`` sweeps):
+    on the toy the switch-off happens within it, so the lines are flat; the thesis's figure
+    follows the updates one by one, which the method does not record.
 ``ica_bound_trace``
     the bound after every update against the update index, one line per run; one panel per
     dataset and label, with the largest fall between consecutive updates over its runs,
