@@ -204,3 +204,23 @@ def test_fit_jobs_are_scheduled_longest_first_after_their_data(tmp_path):
             seen.setdefault(m.group(1), int(p.group(1)) if p else 0)
     assert {name: seen[name] for name in expected} == expected
     assert seen["prepare_data"] > max(expected.values())
+
+
+def test_vi_gauss_is_priced_per_covariance_family():
+    """Issue 35: a factor-analysis cell was priced with the share of its bound that diagonal
+    fits take (about 9 times low). Each family takes its own measured share; full and
+    factor-analysis fits are priced above a diagonal one on the same data, and a larger
+    network costs more than a smaller one."""
+    from bnnsweep.methods.vi_gauss import VI_GAUSS_TYPICAL
+    from bnnsweep.sweeps.sweep import Cell
+
+    def cell(covariance, hidden=3):
+        settings = {"hidden": hidden, "covariance": covariance, "prior": "single"}
+        return Cell("e", "toy_sine", "default", "v", "vi_gauss", 0, (("hidden", hidden),), settings)
+
+    price = {kind: jobsize.packing_seconds(cell(kind)) for kind in ("diag", "fa", "full")}
+    for kind, seconds in price.items():
+        assert seconds == pytest.approx(VI_GAUSS_TYPICAL[kind] * jobsize.fit_seconds(cell(kind)))
+    assert price["fa"] > 2 * price["diag"] and price["full"] > 2 * price["diag"]
+    for kind in price:
+        assert jobsize.packing_seconds(cell(kind, 8)) > price[kind]

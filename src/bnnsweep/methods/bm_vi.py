@@ -101,10 +101,12 @@ joint phase stays within this many multiply-adds per iteration."""
 SWEEP_S_PER_UNIT = 4e-5
 """Measured cost of one coordinate sweep per unit over a batch of machines and patterns
 (numpy, one core), the ``call_s`` of the cost model."""
-BM_INFERENCE_TYPICAL = 0.17
+BM_INFERENCE_TYPICAL = 0.35
 """Share of the bound a bm_vi inference fit takes (``Work.typical``): its sweeps stop at
 their tolerance before ``max_sweeps``. 0.13-0.33 per cell on the default sweep's
-bm_inference cells (M = 1-10), 0.14 of their summed bounds (2026-11-25), rounded up."""
+bm_inference cells (M = 1-10), 0.14 of their summed bounds (2026-11-25); 0.17 gave 0.47 of
+the fit CPU time measured on them on 2026-11-27 (``python benchmarks/plan_vs_measured.py
+config/config.yaml results`` after the default sweep), 0.35 gives 0.97."""
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,12 @@ HMC_TYPICAL = 0.3
 counts, but a step of its compiled loop costs less than ``jobsize.CALL_S``. 0.16-0.56 per
 cell on the default sweep's toy and sunspots cells (1.7 for the first, which compiles),
 0.25 of their summed bounds (2026-11-25), rounded up."""
+HMC_CALL_S = 1.2e-4
+"""Fixed cost of one leapfrog step of the chains (the compiled step and the Python around
+each trajectory, compilation spread over the steps): with ``jobsize.CALL_S`` the plan was
+0.17 of the fit CPU measured on the default sweep's four toy cells (1.0-5.2 s; the first
+compiles), with this 0.66 (2026-11-27, ``python benchmarks/plan_vs_measured.py
+config/config.yaml results`` after the default sweep)."""
 
 
 def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
@@ -215,7 +221,7 @@ def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) 
     initial optimisation; holds every chain's samples and the predictive draws."""
     steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter
     held = s.chains * s.samples * (n_weights + 8) + s.predictive_samples * n_test * n_out * 2
-    return Work(steps, batch=s.chains, floats_held=held, typical=HMC_TYPICAL)
+    return Work(steps, batch=s.chains, floats_held=held, call_s=HMC_CALL_S, typical=HMC_TYPICAL)
 
 
 register(

@@ -277,6 +277,16 @@ LAPLACE_TYPICAL = 0.12
 """Share of the bound a laplace fit takes (``Work.typical``): each optimisation stops at its
 tolerance long before ``max_iter``. 0.02-0.36 per cell on the default sweep's robot-arm,
 toy and sunspots cells, 0.096 of their summed bounds (2026-11-25), rounded up."""
+LAPLACE_CALL_S = 2e-4
+"""Fixed cost of one gradient call of the evidence procedure (scipy's L-BFGS-B and the
+numpy network in Python). With ``jobsize.CALL_S`` (20 us) and one pass per call the plan
+was 0.09 of the measured fit CPU on the default sweep's toy cells and 0.40 on its robot-arm
+cells; 200 us and ``LAPLACE_PASSES`` give 0.77 and 1.07 (2026-11-27, fit CPU time of every
+cell, ``python benchmarks/plan_vs_measured.py config/config.yaml results`` after the
+default sweep)."""
+LAPLACE_PASSES = 4
+"""Forward-pass equivalents of one call (``Work.batch``; the cost grows with N x W about four
+times as fast as one pass: 0.47 ms a call at H = 8, 2.1 ms at H = 24 on the robot arm)."""
 
 
 def work(s: LaplaceSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
@@ -286,8 +296,10 @@ def work(s: LaplaceSettings, n_train: int, n_test: int, n_out: int, n_weights: i
     jacobian = n_train * n_out * n_weights + n_weights * n_weights
     return Work(
         s.restarts * s.cycles * s.max_iter,
+        batch=LAPLACE_PASSES,
         hessians=hessians,
         floats_held=jacobian,
+        call_s=LAPLACE_CALL_S,
         typical=LAPLACE_TYPICAL,
     )
 

@@ -188,10 +188,22 @@ def fit(split: Split, settings: MapSettings, rng: np.random.Generator, log=print
     return result
 
 
+MAP_CALL_S = 6e-5
+"""Fixed cost of one call (the gradient and the validation error, in Python) and
+``MAP_PASSES`` forward-pass equivalents per call: with ``jobsize.CALL_S`` and one pass the
+plan was 0.24-0.26 of the measured fit CPU on the default sweep's toy and robot-arm cells;
+with these 0.65-1.18 per row (0.07 per cell at H = 1, which stops early) (2026-11-27, fit
+CPU time, ``python benchmarks/plan_vs_measured.py config/config.yaml results`` after the
+default sweep)."""
+MAP_PASSES = 5
+
+
 def work(s: MapSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
     """Cost model: every restart of every fold runs to ``max_iter`` gradient calls."""
     folds = s.folds if s.scheme(n_train) == "kfold" else 1
-    return Work(folds * s.restarts_per_fit(n_train) * s.max_iter)
+    return Work(
+        folds * s.restarts_per_fit(n_train) * s.max_iter, batch=MAP_PASSES, call_s=MAP_CALL_S
+    )
 
 
 register(

@@ -360,27 +360,43 @@ VI_CALL_S = 2e-3
 """Fixed cost of one evaluation of the bound and its gradient: numpy arithmetic of the erf
 expectations and the covariance pullback in Python, 0.4-1.2 ms measured on the default
 sweep (toy N = 30, W = 10-16; sunspots N = 209, W = 113), doubled to bound it."""
-VI_GAUSS_TYPICAL = 0.004
-"""Share of the bound a vi_gauss fit takes (``Work.typical``): 0.0008-0.0014 per cell on the
-default sweep's toy cells, 0.0089 on sunspots, 0.0031 of their summed bounds (2026-11-25),
-rounded up."""
+FA_TYPICAL = 0.0065
+"""Share of the bound a factor-analysis fit takes (one factor; priced per weight,
+``covariance_batch``): 0.0076 on Boston housing with 128 training cases (H = 4, W = 61,
+config/variational.yaml boston_ensemble, fit CPU 53.7 s; the plan said 9.6 s), 0.0055 on
+the noisy sine (H = 3, 11.3 s); 2026-11-27, ``python benchmarks/plan_vs_measured.py CONFIG
+--fit 1 --only LABEL``. This prices them at 0.86 and 1.18 times their fit CPU."""
+FULL_TYPICAL = 0.015
+"""Share of the bound a full-covariance fit takes: 3.3 and 4.3 times the diagonal share
+(fit CPU 92.5 s on Boston housing with 128 training cases, H = 4, W = 61; 35.0 s on the
+noisy sine, H = 3; 2026-11-27, ``python benchmarks/plan_vs_measured.py CONFIG --fit 1`` on
+a config of those two cells): this prices them at 1.15 and 0.87 times their fit CPU."""
+VI_GAUSS_TYPICAL = {"diag": 0.004, "fa": FA_TYPICAL, "full": FULL_TYPICAL}
+"""Share of the bound a vi_gauss fit takes (``Work.typical``), per covariance family.
+
+diag: 0.0008-0.0014 per cell on the default sweep's toy cells, 0.0089 on sunspots, 0.0031 of
+their summed bounds (2026-11-25), rounded up; on 2026-11-27 the plan was 0.61-1.17 of the
+fit CPU measured on the toy cells. fa and full: ``FA_TYPICAL``, ``FULL_TYPICAL``; with the
+diagonal share (calibrated on diagonal cells only) the plan priced a factor-analysis cell
+about 9 times low (issue 35). Measured with ``python benchmarks/plan_vs_measured.py CONFIG
+--fit 1 --only LABEL`` (the fit's CPU time of cells fitted there)."""
 
 
 def covariance_batch(s: VariationalSettings, n_weights: int) -> int:
     """Forward-pass equivalents of one evaluation: a diagonal covariance costs a few passes,
-    a full one a pass per weight (N x W^2), factor analysis one per factor."""
-    kind = s.covariance_kind()
-    if kind == "full":
+    a full or factor-analysis one a pass per weight (N x W^2: the expectations read C as a
+    W x W matrix for both, models/vi_family.py; priced at one pass per factor, a
+    factor-analysis cell of W = 61 came out about 9 times low)."""
+    if s.covariance_kind() in ("full", "fa"):
         return 4 + n_weights
-    if kind == "fa":
-        return 4 + getattr(s, "factors", 1)
     return 4
 
 
 def work(s: VIGaussSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
     """Cost model: every outer iteration of every restart runs its L-BFGS to ``max_iter``
     evaluations (twice where a full or factor-analysis fit starts from a diagonal one); a
-    bound about a hundred times the evaluations a fit makes (L-BFGS stops at ``tol``)."""
+    bound about a hundred times the evaluations a fit makes (L-BFGS stops at ``tol``), by a
+    factor that depends on the covariance family (``VI_GAUSS_TYPICAL``)."""
     calls = s.restarts * s.outer_iter * s.max_iter
     if s.covariance != "diag" and s.init_from_diag:
         calls *= 2
@@ -390,7 +406,7 @@ def work(s: VIGaussSettings, n_train: int, n_test: int, n_out: int, n_weights: i
         batch=covariance_batch(s, n_weights),
         floats_held=held,
         call_s=VI_CALL_S,
-        typical=VI_GAUSS_TYPICAL,
+        typical=VI_GAUSS_TYPICAL[s.covariance_kind()],
     )
 
 

@@ -213,10 +213,12 @@ def fit(
     return result
 
 
-VI_MIXTURE_TYPICAL = 0.01
+VI_MIXTURE_TYPICAL = 0.033
 """Share of the bound a vi_mixture fit takes (``Work.typical``): 0.0068-0.0123 per cell on the
-default sweep's toy and sunspots cells (M = 5), 0.0081 of their summed bounds (2026-11-25),
-rounded up."""
+default sweep's toy and sunspots cells (M = 5), 0.0081 of their summed bounds (2026-11-25);
+on 2026-11-27 the fit CPU of those cells was 54-79 s (toy) and 105 s (sunspots), 0.022-0.037
+of their bounds (``python benchmarks/plan_vs_measured.py config/config.yaml results`` after
+the default sweep): 0.033 prices them at 0.6-0.9 and 1.5 times that."""
 
 
 def work(s: VIMixtureSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
