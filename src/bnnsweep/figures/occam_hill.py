@@ -323,8 +323,8 @@ def _zoom(ax, runs: pd.DataFrame, palette: dict) -> None:
     """An inset of the mean lines from the H of the highest mean on, where the hill's top
     would otherwise be squeezed by the small networks' far lower evidence."""
     runs = runs[np.isfinite(runs["log_evidence"].to_numpy(float))]
-    if runs.empty:
-        return
+    if runs.empty or ax.get_ylim()[0] > runs["log_evidence"].min():
+        return  # the axis already shows the top (_show_the_top): an inset would hide it
     means = runs.groupby(["method", "hidden"])["log_evidence"].mean()
     top = means.max()
     h_peak = int(means.idxmax()[1])
