@@ -188,14 +188,14 @@ def fit(split: Split, settings: MapSettings, rng: np.random.Generator, log=print
     return result
 
 
-MAP_CALL_S = 6e-5
+MAP_CALL_S = 1.5e-4
 """Fixed cost of one call (the gradient and the validation error, in Python) and
 ``MAP_PASSES`` forward-pass equivalents per call: with ``jobsize.CALL_S`` and one pass the
 plan was 0.24-0.26 of the measured fit CPU on the default sweep's toy and robot-arm cells;
-with these 0.65-1.18 per row (0.07 per cell at H = 1, which stops early) (2026-11-27, fit
-CPU time, ``python benchmarks/plan_vs_measured.py config/config.yaml results`` after the
-default sweep)."""
-MAP_PASSES = 5
+with these 1.56 (toy, 4 cells), 0.81 (robot arm, H = 1-16) and 1.26 (sunspots) of it, a cell
+at H = 1 or 2 far above (it stops early) (2026-11-27, fit CPU time, ``python
+benchmarks/plan_vs_measured.py config/config.yaml results`` after the default sweep)."""
+MAP_PASSES = 2
 
 
 def work(s: MapSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
