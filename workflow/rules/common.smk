@@ -72,12 +72,12 @@ def batch_data(batch):
 SPEC_TEXTS = {}
 
 
-def cells_spec_file(cells, vectorised=False):
+def cells_spec_file(cells, vectorised=False, prefix=""):
     """The spec file of ``cells`` (bnnsweep.sweep.batch_spec), named by the hash of its
     content (a changed cell, setting or code version gives another file, so Snakemake reruns
-    exactly the jobs that read it)."""
+    exactly the jobs that read it), after ``prefix``."""
     text, digest = spec_text(batch_spec(cells, vectorised, RESULTS, CODE_RERUNS))
-    path = spec_file(f"{RESULTS}/batches", text, digest)
+    path = spec_file(f"{RESULTS}/batches", text, prefix + digest)
     SPEC_TEXTS[path.name.removesuffix(".json")] = text
     return str(path)
 
@@ -89,8 +89,12 @@ def batch_spec_file(batch):
 
 def merge_spec_file(experiment):
     """The spec of an experiment's cells that its merge checks every cell file against
-    (``bnnsweep merge --spec``: a file that holds another cell is not merged)."""
-    return cells_spec_file([c for c in CELLS.values() if c.experiment == experiment])
+    (``bnnsweep merge --spec``: a file that holds another cell is not merged). Named apart
+    from the batches' specs: an experiment fitted in one batch has the same spec text, and
+    a shared (temporary) file written again for a redrawn figure made its batch job rerun."""
+    return cells_spec_file(
+        [c for c in CELLS.values() if c.experiment == experiment], prefix="merge-"
+    )
 
 
 def batch_needs_refit(batch):
