@@ -162,10 +162,12 @@ def _draw_dataset(
         ax_err.axhline(1.0, color="0.3", linestyle="--", linewidth=1, zorder=1)
         ax_err.annotate(
             "theoretical minimum 1.0",
-            xy=(0.01, 1.0),
+            xy=(0.99, 1.0),
             xycoords=("axes fraction", "data"),
-            xytext=(0, 3),
+            xytext=(0, -3),  # under the line at the right: the small-H markers sat on it
             textcoords="offset points",
+            ha="right",
+            va="top",
             fontsize="x-small",
             color="0.3",
         )
