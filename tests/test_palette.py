@@ -84,15 +84,17 @@ def test_every_method_colour_stands_out_on_white():
 
 
 def test_the_checks_reject_seaborns_colorblind_palette_by_sorted_name():
-    """The palette before issue 35 (seaborn's colorblind then dark, by sorted method name):
-    ``map`` light yellow on white, ``hmc`` and ``vi_mixture`` two browns."""
+    """The palette before issue 35 (seaborn's colorblind then dark, by sorted method name)
+    fails the checks: colorblind's light yellow lands on some method (``map`` then, another
+    one as methods are added) and is too light on white, and two network methods are too
+    close (chaining and hmc under protanopia then, 12.8)."""
     import seaborn as sns
 
     colours = sns.color_palette("colorblind") + sns.color_palette("dark")
     old = dict(zip(names(), colours, strict=False))
-    assert contrast_on_white(old["map"]) < MIN_CONTRAST
-    distance, *_ = closest_pair({m: old[m] for m in GROUPS["network"]})
-    assert distance < MIN_DELTA_E  # 12.8: chaining and hmc under protanopia
+    assert min(contrast_on_white(c) for c in old.values()) < MIN_CONTRAST
+    distance, *_ = closest_pair({m: old[m] for m in GROUPS["network"] if m in old})
+    assert distance < MIN_DELTA_E
 
 
 def test_palette_is_public_and_matches_the_figures():

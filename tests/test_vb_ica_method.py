@@ -227,7 +227,8 @@ def test_alpha_rounds_figure_draws_fig_6_10_with_published_and_measured(merged_p
 def test_first_separated_round():
     from bnnsweep.figures.ica import first_separated_round
 
-    rounds = np.array([[0.0, 0.1, 0.0], [0.0, 1.5, 0.2], [0.1, 2.6, 0.3], [0.1, 3.0, 0.3]])
+    # rises of the largest over the next: 0.1, 1.3, 2.3, 2.9 orders
+    rounds = np.array([[0.0, 0.1, 0.0], [0.0, 1.5, 0.2], [0.1, 2.6, 0.3], [0.1, 3.2, 0.3]])
     assert first_separated_round(rounds) == 2.0
     assert first_separated_round(rounds, orders=2.8) == 3.0
     assert np.isnan(first_separated_round(rounds, orders=5.0))
