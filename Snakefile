@@ -78,7 +78,7 @@ onstart:
     start_sweep_progress(
         {f"{RESULTS}/{key}.nc": cell for key, cell in CELLS.items()},
         lambda line: print(line, file=sys.stderr, flush=True),
-        todo={path for path, (state, _) in STATES.items() if state != "current"},
+        to_fit={path for path, (state, _) in STATES.items() if state != "current"},
     )
 
 

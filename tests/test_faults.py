@@ -82,11 +82,11 @@ def descendants(pid: int) -> set[int]:
         except OSError:
             continue
         children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
+    found, to_fit = set(), [pid]
+    while to_fit:
+        for child in children.get(to_fit.pop(), []):
             found.add(child)
-            todo.append(child)
+            to_fit.append(child)
     return found
 
 

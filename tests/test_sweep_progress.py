@@ -119,7 +119,7 @@ def test_a_rerun_counts_only_the_cells_it_refits(tmp_path):
     for path in paths:
         open(path, "w").close()
     cells = {path: ("map", 1.0) for path in paths}
-    progress = SweepProgress(cells, print, todo={paths[3]})
+    progress = SweepProgress(cells, print, to_fit={paths[3]})
     assert progress.line().startswith("bnnsweep: 0/1 cells fitted (0%)")
     new = tmp_path / "new.nc"
     new.write_text("refitted")
@@ -127,7 +127,7 @@ def test_a_rerun_counts_only_the_cells_it_refits(tmp_path):
     assert progress.line().startswith("bnnsweep: 1/1 cells fitted (100%)")
 
     lines = []
-    current = SweepProgress(cells, lines.append, todo=set())
+    current = SweepProgress(cells, lines.append, to_fit=set())
     stop = threading.Event()
     current.run(0.01, stop)  # returns at once
     assert lines == []

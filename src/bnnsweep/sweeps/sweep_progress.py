@@ -5,7 +5,7 @@ Started by the Snakefile's ``onstart`` in the main Snakemake process, a daemon t
 every ``interval`` seconds at which cell files this run has written and prints one line,
 whether or not the count changed, e.g. ``bnnsweep: 120/400 cells fitted (30%) in 4m 10s,
 about 12m left``. It counts this run's work only: the cells that were not current when it
-started (missing, corrupt or stale: ``todo``), each done when its file is there and is not
+started (missing, corrupt or stale: ``to_fit``), each done when its file is there and is not
 the file that was there at the start (a refitted cell is a new file, written atomically); a
 rerun with everything current prints no line.
 
@@ -109,10 +109,10 @@ def file_identity(path: str) -> int | None:
 
 class SweepProgress:
     """``cells``: {cell file: (method label, estimated seconds or None)}; ``write`` takes a
-    line; ``runtime(path)`` reads a finished cell's measured seconds; ``todo``: the cell files
+    line; ``runtime(path)`` reads a finished cell's measured seconds; ``to_fit``: the cell files
     this run is to write (default: those missing at the start)."""
 
-    def __init__(self, cells: dict, write, clock=time.monotonic, runtime=cell_runtime, todo=None):
+    def __init__(self, cells: dict, write, clock=time.monotonic, runtime=cell_runtime, to_fit=None):
         known = [s for _, s in cells.values() if s is not None and s > 0]
         fallback = statistics.median(known) if known else 1.0
         self.cells = {
@@ -121,15 +121,15 @@ class SweepProgress:
         }
         self.write, self.clock, self.runtime = write, clock, runtime
         self.at_start = {path: file_identity(path) for path in self.cells}
-        if todo is None:
-            todo = {path for path, found in self.at_start.items() if found is None}
-        self.todo = set(todo) & set(self.cells)
+        if to_fit is None:
+            to_fit = {path for path, found in self.at_start.items() if found is None}
+        self.to_fit = set(to_fit) & set(self.cells)
         self.start = clock()
         self.measured: dict[str, float | None] = {}
         self.time_left = TimeLeft()
 
     def finished(self) -> set[str]:
-        """The cell files written since the start (any cell: the planned ones, ``todo``, and
+        """The cell files written since the start (any cell: the planned ones, ``to_fit``, and
         any other Snakemake reruns)."""
         return {
             path
@@ -139,7 +139,7 @@ class SweepProgress:
 
     def planned(self, done: set[str]) -> set[str]:
         """This run's cells: those to write at the start and those written since."""
-        return self.todo | done
+        return self.to_fit | done
 
     def seconds_left(self, done: set[str]) -> float | None:
         for path in done - self.measured.keys():
@@ -208,16 +208,18 @@ def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
     return out
 
 
-def start_sweep_progress(cells: dict, write, interval: float = 30.0, todo=None) -> threading.Event:
+def start_sweep_progress(
+    cells: dict, write, interval: float = 30.0, to_fit=None
+) -> threading.Event:
     """Start the reporting thread (a daemon) for {cell file: Cell}, of which this run writes
-    the files ``todo`` (default: the missing ones), a line every ``interval`` seconds (environment
+    the files ``to_fit`` (default: the missing ones), a line every ``interval`` seconds (environment
     variable ``BNNSWEEP_PROGRESS_SECONDS``) until they are done, after a first line with
     how many that is; setting the returned event stops it."""
     interval = float(os.environ.get("BNNSWEEP_PROGRESS_SECONDS", interval))
     stop = threading.Event()
-    progress = SweepProgress(cell_estimates(cells), write, todo=todo)
-    kept = len(cells) - len(progress.todo)
-    write(f"bnnsweep: {len(progress.todo)} of {len(cells)} cells to fit, {kept} current")
+    progress = SweepProgress(cell_estimates(cells), write, to_fit=to_fit)
+    kept = len(cells) - len(progress.to_fit)
+    write(f"bnnsweep: {len(progress.to_fit)} of {len(cells)} cells to fit, {kept} current")
     threading.Thread(target=progress.run, args=(interval, stop), daemon=True).start()
     return stop
 
