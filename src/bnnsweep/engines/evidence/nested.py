@@ -138,35 +138,36 @@ class NestedRun:
     kept_share: float  # posterior weight of the kept points in the whole run's
 
 
-def _log_z_draws(key, loglikelihood, birth, draws: int) -> np.ndarray:
-    """ln Z under ``draws`` simulated shrinkage sequences (``blackjax.ns.utils.log_weights``),
-    from the dead points' likelihoods and the likelihoods they were born above."""
-    from blackjax.ns import utils
+def _dead(loglikelihood, birth):
+    """The points of a finished run as BlackJAX's ``NSInfo``: only the likelihoods and the
+    likelihoods they were born above enter the volume simulation."""
     from blackjax.ns.base import NSInfo, StateWithLogLikelihood
 
     ll = jnp.asarray(loglikelihood)
     zeros = jnp.zeros_like(ll)
-    dead = NSInfo(StateWithLogLikelihood(zeros, zeros, ll, jnp.asarray(birth)), None)
-    log_w = utils.log_weights(key, dead, shape=draws)
+    return NSInfo(StateWithLogLikelihood(zeros, zeros, ll, jnp.asarray(birth)), None)
+
+
+def _log_z_draws(key, loglikelihood, birth, draws: int) -> np.ndarray:
+    """ln Z under ``draws`` simulated shrinkage sequences (``blackjax.ns.utils.log_weights``)."""
+    from blackjax.ns import utils
+
+    log_w = utils.log_weights(key, _dead(loglikelihood, birth), shape=draws)
     return np.asarray(jax.scipy.special.logsumexp(log_w, axis=0))
 
 
 def _mean_log_weights(key, loglikelihood, birth) -> np.ndarray:
     """Each point's posterior log weight ln(L_i dX_i), dX_i averaged over 10 simulated
-    shrinkage sequences (``blackjax.ns.utils.log_weights``)."""
+    shrinkage sequences."""
     from blackjax.ns import utils
-    from blackjax.ns.base import NSInfo, StateWithLogLikelihood
 
-    ll = jnp.asarray(loglikelihood)
-    zeros = jnp.zeros_like(ll)
-    dead = NSInfo(StateWithLogLikelihood(zeros, zeros, ll, jnp.asarray(birth)), None)
-    return np.asarray(utils.log_weights(key, dead, shape=10)).mean(axis=1)
+    log_w = utils.log_weights(key, _dead(loglikelihood, birth), shape=10)
+    return np.asarray(log_w).mean(axis=1)
 
 
-def _information(log_z: float, loglikelihood, birth, key) -> float:
-    """KL(posterior || prior) = sum_i p_i ln L_i - ln Z of the merged run (the run length in
-    e-folds of prior mass is about n times this)."""
-    log_w = _mean_log_weights(key, loglikelihood, birth)
+def _information(log_z: float, loglikelihood, log_w) -> float:
+    """KL(posterior || prior) = sum_i p_i ln L_i - ln Z, p_i from the points' log weights
+    ``log_w`` (the run length in e-folds of prior mass is about n times this)."""
     p = np.exp(log_w - np.logaddexp.reduce(log_w))
     return float(np.sum(p * np.asarray(loglikelihood)) - log_z)
 
@@ -237,7 +238,7 @@ def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=N
     birth = np.concatenate(births).transpose(1, 0, 2).reshape(R, -1)
     ll = np.concatenate([ll, np.asarray(state.particles.loglikelihood)], axis=1)
     birth = np.concatenate([birth, np.asarray(state.particles.loglikelihood_birth)], axis=1)
-    keys = jax.random.split(key, R + 2)
+    keys = jax.random.split(key, R + 1)
     per_run = np.stack([_log_z_draws(keys[r], ll[r], birth[r], s.volume_draws) for r in range(R)])
     merged = _log_z_draws(keys[R], ll.ravel(), birth.ravel(), s.volume_draws)
     log_z = float(merged.mean())
@@ -259,7 +260,7 @@ def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=N
         dead=int(ll.size),
         steps=steps,
         evaluations=int(evaluations.sum()),
-        information=_information(log_z, ll.ravel(), birth.ravel(), keys[R + 1]),
+        information=_information(log_z, ll.ravel(), log_w.ravel()),
         capped=capped,
         draws=draws,
         draw_weights=weights,
