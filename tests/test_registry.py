@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from bnnsweep.methods import REGISTRY, Method, Work, get_method, index, names, register
+from bnnsweep.methods.map_early_stopping import MAP_CALL_S, MAP_PASSES
 from bnnsweep.sweeps import jobsize
 from bnnsweep.sweeps.sweep import Cell
 
@@ -61,9 +62,12 @@ def test_jobsize_prices_a_cell_by_its_methods_cost_model():
     n_train, n_in, n_out, n_test = shape
     w = jobsize.n_weights(n_in, 3, n_out)
     method = get_method("map")
-    assert method.work(method.settings(settings), n_train, n_test, n_out, w) == Work(2 * 50)
-    per_call = jobsize.CALL_S + jobsize.MULTIPLY_ADD_S * n_train * w
+    model = method.work(method.settings(settings), n_train, n_test, n_out, w)
+    assert model == Work(2 * 50, batch=MAP_PASSES, call_s=MAP_CALL_S)
+    # a call's price: the method's own fixed cost plus its passes over every training point
+    per_call = MAP_CALL_S + jobsize.MULTIPLY_ADD_S * n_train * w * MAP_PASSES
     assert jobsize.fit_seconds(cell, shape) == pytest.approx(100 * per_call)
+    assert MAP_CALL_S != jobsize.CALL_S and MAP_PASSES != 1  # else the check above is weak
 
 
 def test_adf_is_priced_per_data_point_and_packed_across_datasets():
