@@ -58,6 +58,7 @@ from merged_fixtures import (  # noqa: E402, F401
     ica_toy_fits,
     ltu_merged_path,
     mixture_target_merged_path,
+    posterior_slices_merged_path,
     sbn_bars_merged,
     sbn_inference_merged,
 )

@@ -356,6 +356,35 @@ def mixture_target_merged_path(tmp_path_factory):
     return tmp / "merged.nc"
 
 
+@pytest.fixture(scope="session")
+def posterior_slices_merged_path(tmp_path_factory):
+    """Thesis figs. 5.4-5.5: ``posterior_slices`` on toy_sine_gap at a test's size (3 hidden
+    units, one restart, a mixture of 3 after two short sweeps), one seed, merged."""
+    from bnnsweep import datasets
+    from bnnsweep.cells.writer import write_cell_atomic
+    from bnnsweep.methods import get_method
+    from bnnsweep.results import cell_content, merge_cells, write_netcdf_atomic
+    from bnnsweep.sweeps.sweep import Cell
+
+    tmp = tmp_path_factory.mktemp("posterior_slices")
+    method = get_method("posterior_slices")
+    split = datasets.load("toy_sine_gap").split("default")
+    settings = method.settings(POSTERIOR_SLICES_TINY)
+    result = method.fit(split, settings, np.random.default_rng(0), **QUIET)
+    cell = Cell("fig545", "toy_sine_gap", "default", "posterior_slices", "posterior_slices", 0,
+                (("hidden", 3),), {})  # fmt: skip
+    write_cell_atomic(cell_content(result, split, cell), tmp / "0.nc")
+    write_netcdf_atomic(merge_cells([tmp / "0.nc"]), tmp / "merged.nc")
+    return tmp / "merged.nc"
+
+
+POSTERIOR_SLICES_TINY = {
+    "hidden": 3, "restarts": 1, "cycles": 4, "max_iter": 200, "vi_iter": 30, "sweeps": 2,
+    "sweep_iter": 15, "components": 3, "points": 15, "mi_samples": 300,
+}  # fmt: skip
+"""``posterior_slices`` at a test's size: about 4 s of CPU on toy_sine_gap."""
+
+
 # --------------------------------------------------------------------------- ADF (paper 004)
 
 

@@ -29,6 +29,9 @@ TINY = {
     "relu_hmc": {"activation": "relu", "chains": 2, "burn_in": 10, "samples": 10, "leapfrog": 5},
     "exact": {"hidden": 0, "activation": "linear", "prior": "single"},
     "ltu": {"activation": "sign", "hidden": 3, "outer": 2, "anneal_rate": 0.5},
+    "posterior_slices": {"restarts": 1, "cycles": 2, "max_iter": 50, "vi_iter": 10,
+                         "sweeps": 1, "sweep_iter": 5, "components": 2, "points": 5,
+                         "mi_samples": 50},
 }  # fmt: skip
 DATASET = {
     "relu_map": "toy_two_class",

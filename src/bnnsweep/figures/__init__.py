@@ -36,6 +36,9 @@
 ``adf_toy_classification``
     predictive class-1 probability maps of the two-class toy per method, with the pointwise
     KL from an ``hmc`` reference when present (paper 004 Fig. 2 top)
+``adf_error_bars``
+    test error and log-likelihood per dataset as bars per ADF method label, mean +- s.d.
+    over splits, beside paper 004's printed summary (paper 004 Fig. 2 bottom (b)-(d))
 ``adf_epoch_error``
     test error against epoch for the ADF methods, mean +- s.e. over splits
 ``adf_samples_loglik``, ``adf_softmax_approximation``
@@ -65,6 +68,11 @@
     Boltzmann machines on 8x8 binary digits (stand-in data): F per pattern against
     iteration, and the joint's visible means per iteration and component with their mode
     hopping, mean field against a mixture of 10 (figs. 4.8-4.9)
+``laplace_slices``, ``mixture_slices``
+    thesis figs. 5.4-5.5 (method ``posterior_slices``): the log true posterior beside the
+    log Laplace approximation along its covariance's eigenvectors, and beside the log
+    variational mixture along the lines through pairs of component means, with the
+    mutual-information bound against the thesis's 1.5229 / 1.5614
 ``mixture_target``
     thesis fig. 5.6: a two-component diagonal mixture fitted by the mutual-information bound
     to a correlated Gaussian (method ``vi_mixture_target``), contours and KL per seed
@@ -101,6 +109,7 @@ from ..cells.reader import dataset_integrity_problem
 from ..results import with_run_test_data
 from ._common import FIGURE_SUFFIXES, method_palette, save_figure
 from .adf_classification import adf_epoch_error, adf_toy_classification
+from .adf_error_bars import adf_error_bars
 from .adf_softmax import adf_samples_loglik, adf_softmax_approximation
 from .adf_uci_table import adf_uci_table
 from .bm_correlation import bm_correlation_error
@@ -112,7 +121,9 @@ from .error_table import to_markdown as error_table_markdown
 from .evidence_committee import committee_markdown, evidence_committee
 from .evidence_vs_error import evidence_vs_error
 from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
+from .laplace_slices import laplace_slices
 from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
+from .mixture_slices import mixture_slices
 from .mixture_target import mixture_target
 from .nrd_structure import nrd_hidden_units
 from .occam_hill import occam_hill
@@ -139,6 +150,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "adf_uci_table": (adf_uci_table, ".png"),
     "adf_toy_classification": (adf_toy_classification, ".png"),
     "adf_epoch_error": (adf_epoch_error, ".png"),
+    "adf_error_bars": (adf_error_bars, ".png"),
     "adf_samples_loglik": (adf_samples_loglik, ".png"),
     "adf_softmax_approximation": (adf_softmax_approximation, ".png"),
     "nrd_hidden_units": (nrd_hidden_units, ".png"),
@@ -161,6 +173,8 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
     "sunspot_predictions": (sunspot_predictions, ".png"),
     "mixture_target": (mixture_target, ".png"),
+    "laplace_slices": (laplace_slices, ".png"),
+    "mixture_slices": (mixture_slices, ".png"),
 }
 
 MARKDOWN = {
@@ -173,6 +187,7 @@ MARKDOWN = {
 __all__ = [
     "FIGURES",
     "adf_epoch_error",
+    "adf_error_bars",
     "adf_samples_loglik",
     "adf_softmax_approximation",
     "adf_toy_classification",
@@ -191,8 +206,10 @@ __all__ = [
     "ica_alpha_rounds",
     "ica_bound_trace",
     "ica_sources",
+    "laplace_slices",
     "load_merged",
     "method_palette",
+    "mixture_slices",
     "mixture_target",
     "nrd_hidden_units",
     "palette",
