@@ -29,6 +29,11 @@ from bnnsweep.methods.hmc import hyperparameter_rhats
 from bnnsweep.metrics import regression_metrics, unstandardise
 
 
+def _quarter_means(trace: np.ndarray) -> np.ndarray:
+    """Mean of a (S, C) trace in each quarter of the kept samples, per chain: (C, 4)."""
+    return np.stack([q.mean(axis=0) for q in np.array_split(trace, 4, axis=0)], axis=1)
+
+
 def one_seed(split, settings, seed: int) -> dict:
     method = get_method("hmc")
     start = time.process_time()
@@ -51,6 +56,8 @@ def one_seed(split, settings, seed: int) -> dict:
         "acceptance": result.diagnostics["acceptance_rate"],
         "alpha": dict(zip(groups, alphas.mean(axis=(0, 1)).round(3).tolist(), strict=True)),
         "beta": float(betas.mean()),
+        "chain_beta": _quarter_means(betas),
+        "chain_alpha": _quarter_means(alphas[:, :, 0]),
         "cpu_s": time.process_time() - start,
     }
 
@@ -61,6 +68,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an hmc setting (default: hidden 8, erf, persistence 0.95)")  # fmt: skip
+    parser.add_argument("--per-chain", action="store_true",
+                        help="also each chain's mean beta and first alpha in each quarter of its samples")  # fmt: skip
     args = parser.parse_args()
     values = {"hidden": 8, "activation": "erf", "prior": "single", "persistence": 0.95}
     for item in args.set:
@@ -78,6 +87,10 @@ def main() -> None:
               f"divergent {r['divergent']}/{r['kept']}; acceptance {r['acceptance']:.2f}; "
               f"<alpha> {r['alpha']}, <beta> {r['beta']:.2f}; CPU {r['cpu_s']:.0f} s",
               flush=True)  # fmt: skip
+        if args.per_chain:
+            for name in ("chain_beta", "chain_alpha"):
+                rows = "; ".join(" ".join(f"{v:.4g}" for v in c) for c in r[name])
+                print(f"  {name.split('_')[1]} by chain, quarter means: {rows}")
     x = np.array(nmse)
     se = x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else float("nan")
     print(f"NMSE {x.mean():.4f} +- {se:.4f} (s.e., {x.size} seeds)")
