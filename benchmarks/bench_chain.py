@@ -18,7 +18,14 @@ round runs one complete fit of ours and one of the peer's, in turn, each in a fr
 process (imports, compilation and the starts' placement included, as a cell pays them), with
 one chain per link as the issue's 97 s baseline had; it prints their CPU times and the ratio
 round by round and the median ratio (the shared machine's speed drifts; pairs do not).
-Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4] [--peer SRC --rounds 3]
+``--groups 1 2 4 ...`` first measures the CPU time per network gradient of the chaining
+batch (18 links x the largest replicate count, the chaining potential with its Gibbs step, the
+paper's 300 leapfrog steps a kept trajectory) advanced that many chains at a time
+(``hmc.sample(group=...)``), against all at once and the size the sampler picks itself
+(``hmc.chains_per_group``): short runs, interleaved in rounds, the median per size and its
+ratio to the best size's.
+Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4] [--groups 1 2 4 8 18 72]
+     [--peer SRC --rounds 3]
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import numpy as np  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from bnnsweep import datasets  # noqa: E402
+from bnnsweep.engines.mcmc import hmc  # noqa: E402
 from bnnsweep.methods import get_method  # noqa: E402
 from bnnsweep.models.marginal import MarginalModel  # noqa: E402
 from bnnsweep.runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp  # noqa: E402
@@ -105,22 +113,53 @@ def against_peer(peer: Path, settings: dict, rounds: int) -> list[tuple[float, f
 
 def floor_step_cpu(model: MarginalModel, batch: int, repeats: int = 3000) -> float:
     """CPU seconds of one batched gradient of the chain's potential over ``batch`` chains
-    inside a compiled loop, compiled as the sampler's programs are: the cost of a leapfrog
-    step without the leapfrog, Gibbs or Metropolis bookkeeping (called from Python once per
-    gradient, the same gradient costs twice as much in dispatch)."""
+    inside a compiled loop, compiled and cut into groups of chains as the sampler's programs
+    are: the cost of a leapfrog step without the leapfrog, Gibbs or Metropolis bookkeeping
+    (called from Python once per gradient, the same gradient costs twice as much in
+    dispatch)."""
     grad = jax.vmap(jax.grad(model.potential, argnums=2))
     w0, theta0 = model.start_points(batch, np.random.default_rng(0))
     lam = jnp.linspace(1.0 / batch, 1.0, batch)
 
     @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
     def loop(w, theta):
-        return jax.lax.fori_loop(0, repeats, lambda i, w: w - 1e-12 * grad(lam, theta, w), w)
+        def step(i, w):
+            return w - 1e-12 * hmc.in_groups(grad, group, lam, theta, w)
 
-    w, theta = jnp.asarray(w0), jnp.asarray(theta0)
+        return jax.lax.fori_loop(0, repeats, step, w)
+
+    w, theta = jnp.asarray(w0), jax.tree_util.tree_map(jnp.asarray, theta0)
+    group = hmc.chains_per_group(model.potential, lam, theta, w, 0)
     loop(w, theta).block_until_ready()
     start = time.process_time()
     loop(w, theta).block_until_ready()
     return (time.process_time() - start) / repeats
+
+
+def group_scan(model: MarginalModel, chains: int, groups: list, rounds: int = 5) -> dict:
+    """Median CPU seconds per network gradient of ``chains`` chains of the chaining potential
+    (Gibbs step, per-chain lambda, 300 leapfrog steps a trajectory) advanced ``group`` at a
+    time, for each entry of ``groups`` (an int, None: all at once, or "cache": the sampler's
+    own choice); compiled first, then ``rounds`` interleaved rounds of 3 trajectories."""
+    w0, theta0 = model.start_points(chains, np.random.default_rng(0))
+    lam = np.linspace(1.0 / chains, 1.0, chains)
+
+    def run(group, seed):
+        return hmc.sample(
+            model.potential, w0, theta0, lam, jax.random.key(seed), n_burn=0, n_samples=3,
+            n_leapfrog_burn=300, n_leapfrog=300, step_size=1e-3, gibbs=model.gibbs,
+            adapt=False, group=group,
+        )  # fmt: skip
+
+    for group in groups:
+        run(group, 0)
+    seconds = {group: [] for group in groups}
+    for r in range(rounds):
+        for group in groups:
+            start = time.process_time()
+            result = run(group, r + 1)
+            seconds[group].append((time.process_time() - start) / result.n_grad_evals)
+    return {group: float(np.median(s)) for group, s in seconds.items()}
 
 
 class CompileTimer:
@@ -140,6 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 burn-in, 20 kept samples")
     parser.add_argument("--replicates", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--groups", type=int, nargs="*", help="chains a group to measure")
     parser.add_argument("--peer", type=Path, help="src directory of the numpy implementation")
     parser.add_argument("--rounds", type=int, default=3, help="pairs of runs against --peer")
     args = parser.parse_args()
@@ -157,6 +197,22 @@ def main() -> None:
         )
     split = datasets.load("robot_arm").split("default")
     method = get_method("chaining")
+    if args.groups:
+        settings = {"hidden": 24, "schedule": "paper", "hyperpriors": NEAL,
+                    "noise_hyperprior": {"mean": 400.0, "s": 0.2}}  # fmt: skip
+        model = MarginalModel(*method.settings(settings).build(split))
+        chains = N_LINKS * max(args.replicates)
+        w0, theta0 = model.start_points(chains, np.random.default_rng(0))
+        picked = hmc.chains_per_group(
+            model.potential, jnp.ones(chains), jax.tree_util.tree_map(jnp.asarray, theta0),
+            jnp.asarray(w0), 0,
+        )  # fmt: skip
+        per_grad = group_scan(model, chains, [*args.groups, None, "cache"])
+        best = min(per_grad.values())
+        print(f"CPU per network gradient, {chains} chains (robot_arm H=24), by chains a group:")
+        for group, seconds in per_grad.items():
+            name = {None: f"all {chains}", "cache": f"picked ({picked})"}.get(group, str(group))
+            print(f"  {name:>12}: {seconds * 1e6:7.2f} us  x{seconds / best:.2f} of the best")
     compile_timer = CompileTimer()
     rows = []
     for replicates in args.replicates:

@@ -239,6 +239,46 @@ def test_chunked_logging_and_thinning_change_no_number():
     np.testing.assert_array_equal(quiet.energy_error, full.energy_error[2::3])
 
 
+def test_chains_in_groups_change_no_number_beyond_rounding():
+    """7 chains with per-chain params, Gibbs and burn-in params, run 3 at a time (groups of
+    3, 3 and 1 padded to 3) and all at once: the same draws, step sizes and counts."""
+
+    def potential(params, theta, w):
+        return 0.5 * params * theta * jnp.sum(w * w)
+
+    def gibbs(key, params, w, theta):
+        return jax.random.gamma(key, 3.0 + 0.5 * w.size) / (1.0 + 0.25 * params * jnp.sum(w * w))
+
+    def burn_params(it, params):
+        return params * jnp.minimum(1.0, (it + 1.0) / 10.0)
+
+    lam = np.linspace(0.2, 1.0, 7)
+    runs = [
+        sample(
+            potential,
+            np.ones((7, 2)),
+            np.ones(7),
+            lam,
+            jax.random.key(3),
+            n_burn=20,
+            n_samples=30,
+            n_leapfrog_burn=3,
+            n_leapfrog=5,
+            step_size=0.3,
+            gibbs=gibbs,
+            burn_params=burn_params,
+            group=group,
+        )  # fmt: skip
+        for group in (None, 3)
+    ]
+    for name in ("samples", "thetas", "energy", "burn_accept", "step_size"):
+        np.testing.assert_allclose(getattr(runs[1], name), getattr(runs[0], name), rtol=1e-9)
+    np.testing.assert_array_equal(runs[1].accepted, runs[0].accepted)
+    assert runs[1].n_grad_evals == runs[0].n_grad_evals
+    # the default sizes groups by what a chain's gradient makes: small targets, one group
+    assert hmc.chains_per_group(potential, jnp.asarray(lam), jnp.ones(7), jnp.ones((7, 2)), 0) > 7
+
+
 def test_divergent_trajectories_are_rejected_and_counted():
     """A step size far beyond the stability limit of a stiff Gaussian: every trajectory
     explodes, is rejected and counted; the chains stay where they started."""

@@ -18,10 +18,11 @@ whose energy error exceeds ``divergence_threshold`` (or is not finite) is reject
 counted as divergent.
 
 Everything is a pure function of an explicit state, as in BlackJAX: ``transition`` advances
-one chain by one iteration; ``sample`` vmaps it over the chains and runs the iterations in a
-compiled loop (``lax.fori_loop``; the leapfrog steps are an inner ``fori_loop``), writing the
-kept iterations into preallocated buffers (S x B x W samples, nothing else of size W per
-iteration is kept). The random key of iteration ``it`` is ``fold_in(key, it)``, so running
+one chain by one iteration; ``sample`` vmaps it over the chains (a group of chains at a time,
+sized so that a group's arrays stay in the CPU's cache: ``chains_per_group``) and runs the
+iterations in a compiled loop (``lax.fori_loop``; the leapfrog steps are an inner
+``fori_loop``), writing the kept iterations into preallocated buffers (S x B x W samples,
+nothing else of size W per iteration is kept). The random key of iteration ``it`` is ``fold_in(key, it)``, so running
 the loop in chunks (to log progress between them) does not change a number.
 """
 
@@ -116,28 +117,23 @@ def dual_averaging_update(
     return DualAveragingState(log_step, log_step_bar, h_bar, state.mu, t)
 
 
-def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int | jax.Array, inv_mass=1.0, grad_fn=None):
+def leapfrog(value_and_grad, w, p, grad, eps, n_steps: int | jax.Array, inv_mass=1.0):
     """``n_steps`` (>= 1) leapfrog steps of size eps from (w, p) with dU/dw = ``grad`` at w
     (Neal 1996 eq. 3.8-3.10) and kinetic energy p^T M^-1 p / 2 for a diagonal mass M
     (``inv_mass`` = diag M^-1, or 1); the half momentum steps between full steps are merged,
     so there is one gradient per step. Returns w, p, U and dU/dw at the end point.
 
-    U is needed at the end point only: the steps before it call ``grad_fn`` (dU/dw alone, so
-    the compiled step drops the value's arithmetic), the last ``value_and_grad``."""
-    grad_fn = grad_fn if grad_fn is not None else (lambda w: value_and_grad(w)[1])
-
-    def move(i, w, p, g):
-        p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
-        return w + eps * inv_mass * p, p
+    Every step calls ``value_and_grad`` at the same place in one loop, so the compiled program
+    holds one copy of the gradient (a loop of dU/dw alone and U with dU/dw after it held two,
+    and compiled 1.3x longer, for a value that costs one reduction a step)."""
 
     def step(i, carry):
-        w, p, g = carry
-        w, p = move(i, w, p, g)
-        return w, p, grad_fn(w)
+        w, p, _, g = carry
+        p = p - jnp.where(i == 0, 0.5, 1.0) * eps * g
+        w = w + eps * inv_mass * p
+        return (w, p, *value_and_grad(w))
 
-    w, p, g = jax.lax.fori_loop(0, n_steps - 1, step, (w, p, grad))
-    w, p = move(n_steps - 1, w, p, g)
-    u, g = value_and_grad(w)
+    w, p, u, g = jax.lax.fori_loop(0, n_steps, step, (w, p, jnp.zeros((), w.dtype), grad))
     return w, p - 0.5 * eps * g, u, g
 
 
@@ -175,9 +171,6 @@ def transition(
     def value_and_grad(w):
         return jax.value_and_grad(potential, argnums=2)(params, theta, w)
 
-    def grad_fn(w):
-        return jax.grad(potential, argnums=2)(params, theta, w)
-
     if isinstance(recompute, bool):
         u, grad = value_and_grad(state.w) if recompute else (state.u, state.grad)
     else:  # traced: both branches compiled, one run
@@ -193,7 +186,7 @@ def transition(
     jitter = consts["jitter"]
     eps = step * jax.random.uniform(k_jit, (), state.w.dtype, 1.0 - jitter, 1.0 + jitter)
     h0 = u + 0.5 * jnp.dot(p, inv_mass * p)
-    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps, inv_mass, grad_fn)
+    w1, p1, u1, g1 = leapfrog(value_and_grad, state.w, p, grad, eps, n_steps, inv_mass)
     d_h = u1 + 0.5 * jnp.dot(p1, inv_mass * p1) - h0
     bad = ~jnp.isfinite(d_h) | (d_h > consts["divergence_threshold"]) | ~jnp.all(jnp.isfinite(w1))
     accept_prob = jnp.where(bad, 0.0, jnp.exp(jnp.minimum(0.0, -jnp.where(bad, 0.0, d_h))))
@@ -209,12 +202,74 @@ def transition(
     return new, info
 
 
+GROUP_BYTES = 5_000_000
+"""Bytes of arrays a group of chains may make in one gradient (``chains_per_group``): the
+size of group whose per-network gradient was the cheapest measured. Robot arm, H = 24,
+72 chains of the chaining batch (``benchmarks/bench_chain.py --groups``): one gradient of
+one chain makes 566 kB of arrays (before XLA fuses them), so 8 chains a group."""
+
+
+def _array_bytes(jaxpr) -> int:
+    """Bytes of every array the equations of ``jaxpr`` (and of the programs inside it) make."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(
+            v.aval.size * v.aval.dtype.itemsize for v in eqn.outvars if hasattr(v.aval, "size")
+        )
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple | list) else (value,):
+                inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr's jaxpr, or a Jaxpr
+                if hasattr(inner, "eqns"):
+                    total += _array_bytes(inner)
+    return total
+
+
+def chains_per_group(potential: Potential, params, theta, w: jax.Array, params_axis) -> int:
+    """How many chains to advance together so that what their gradients make stays in the
+    CPU's cache: ``GROUP_BYTES`` over the bytes of the arrays one chain's U and dU/dw make
+    (traced, not run). Every chain of one batch, vmapped, costs more per gradient once the
+    batch falls out of the cache: on the robot arm at H = 24, 19.3 us per network gradient in
+    the 72 chains of chaining against 8.5 us in 18 (issue 37, compiled loop, one core)."""
+
+    def first(tree):  # one chain's shapes: traced, nothing computed
+        return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), tree)
+
+    one = first(params) if params_axis == 0 else params
+    jaxpr = jax.make_jaxpr(jax.value_and_grad(potential, argnums=2))(one, first(theta), first(w))
+    return max(1, GROUP_BYTES // max(1, _array_bytes(jaxpr.jaxpr)))
+
+
+def in_groups(fn, group: int | None, *args):
+    """``fn(*args)`` for arguments with a leading chain axis B (pytrees; None leaves pass
+    through), run ``group`` chains at a time: the chains are cut into G = ceil(B / group)
+    groups of equal size (the last padded with copies of the last chain, whose results are
+    dropped) and a ``lax.map`` runs ``fn`` on one group after another. Each group's arrays
+    then stay in the CPU's cache for a whole trajectory, where one batch of every chain
+    falls out of it (see ``GROUP_BYTES``). ``fn`` must treat the chains independently
+    (vmapped): the result is the same as ``fn(*args)``. ``group`` None or >= B: one batch."""
+    B = jax.tree_util.tree_leaves(args)[0].shape[0]
+    if group is None or group >= B:
+        return fn(*args)
+    n_groups = -(-B // group)
+    size = -(-B // n_groups)  # groups of equal size, at most ``group`` chains
+    pad = n_groups * size - B
+
+    def split(a):
+        if pad:
+            a = jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)])
+        return a.reshape(n_groups, size, *a.shape[1:])
+
+    out = jax.lax.map(lambda xs: fn(*xs), jax.tree_util.tree_map(split, args))
+    return jax.tree_util.tree_map(lambda a: a.reshape(-1, *a.shape[2:])[:B], out)
+
+
 @lru_cache(maxsize=8)
 def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, adapt,
-              recompute_burn, recompute_keep, params_axis):  # fmt: skip
+              recompute_burn, recompute_keep, params_axis, group):  # fmt: skip
     """The compiled pieces of ``sample`` for one target and configuration (cached, so that
     repeated calls with the same functions trace and compile once). ``params_axis`` is 0
-    when ``params`` has a leading chain axis, None when all chains share it.
+    when ``params`` has a leading chain axis, None when all chains share it; the iterations
+    run ``group`` chains at a time (``in_groups``).
 
     Burn-in and kept iterations are one program (``advance``, over any range of iterations;
     whether an iteration is burn-in is a traced test ``it < n_burn``): the trajectory, the
@@ -231,10 +286,13 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
         )
 
     @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
-    def init(params, theta, w, key):
+    def init(params, theta, w, key, step):
+        """The chains' first state, the dual-averaging state and the loop's key: in one
+        program (each small operation run outside one is compiled on its own)."""
+        key_init, key_loop = jax.random.split(key)
         u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(params, theta, w)
-        p = jax.random.normal(key, w.shape, w.dtype)
-        return ChainState(w, p, u, grad, theta)
+        p = jax.random.normal(key_init, w.shape, w.dtype)
+        return ChainState(w, p, u, grad, theta), jax.vmap(dual_averaging_init)(step), key_loop
 
     @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
     def refresh(params, state):
@@ -263,9 +321,19 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
                 n_steps=static_or_traced(n_leapfrog_burn, n_leapfrog, burning),
                 recompute=static_or_traced(recompute_burn, recompute_keep, burning),
             )  # fmt: skip
-            state, info = jax.vmap(one, in_axes=(0, 0, params_axis, 0, None))(
-                keys, state, p_it, step, consts
-            )
+
+            def chains(k, st, sz, pp):
+                return jax.vmap(
+                    lambda k_, st_, sz_, pp_: one(k_, st_, pp_, sz_, consts),
+                    in_axes=(0, 0, 0, params_axis),
+                )(k, st, sz, pp)
+
+            if params_axis is None:  # one ``params`` for every chain: not cut into groups
+                state, info = in_groups(
+                    lambda k, st, sz: chains(k, st, sz, p_it), group, keys, state, step
+                )
+            else:
+                state, info = in_groups(chains, group, keys, state, step, p_it)
             if adapt:
                 moved = jax.vmap(dual_averaging_update, in_axes=(0, 0, None))(
                     da, info.accept_prob, consts["target_accept"]
@@ -329,6 +397,7 @@ def sample(
     jitter: float = 0.1,
     log: Callable[[str], None] | None = None,
     shared_params: bool = False,
+    group: int | str | None = "cache",
 ) -> HMCResult:
     """Run ``n_burn`` burn-in iterations (step sizes adapted by dual averaging when ``adapt``,
     trajectories of ``n_leapfrog_burn`` steps, ``burn_params(it, params)`` as the chain's
@@ -341,7 +410,9 @@ def sample(
     the data this way rather than closing ``potential`` over it: arrays closed over are
     baked into the compiled program as constants, so another dataset of the same shape
     would compile again instead of reusing the program, in memory or from the persistent
-    cache); ``gibbs(key, params, w, theta)`` draws theta before every trajectory. ``log``
+    cache); ``gibbs(key, params, w, theta)`` draws theta before every trajectory. The chains
+    advance ``group`` at a time (``in_groups``; "cache": as many as ``chains_per_group``
+    says, None: all at once), which changes no number beyond rounding. ``log``
     receives a progress line ten times; the loop then runs in ten compiled chunks, which
     changes no number.
     """
@@ -355,24 +426,27 @@ def sample(
     B = w.shape[0]
     theta0 = jax.tree_util.tree_map(jnp.asarray, theta0)
     params = jax.tree_util.tree_map(jnp.asarray, params)
-    step = jnp.broadcast_to(jnp.asarray(step_size, dtype=jnp.float64), (B,))
+    # host arrays here: what runs outside the compiled programs compiles nothing
+    step = np.broadcast_to(np.asarray(step_size, dtype=np.float64), (B,))
     adapting = bool(adapt) and n_burn > 0
     # U and dU/dw are evaluated afresh before a trajectory after a Gibbs step, and at every
     # burn-in iteration whose parameters change (then once more at the first kept one)
     recompute_burn = gibbs is not None or burn_params is not None
     recompute_keep = gibbs is not None
+    params_axis = None if shared_params else 0
+    if group == "cache":
+        group = chains_per_group(potential, params, theta0, w, params_axis)
     init, refresh, advance = _programs(
         potential, gibbs, burn_params, int(n_leapfrog_burn), int(n_leapfrog), int(thin),
-        adapting, recompute_burn, recompute_keep, None if shared_params else 0,
+        adapting, recompute_burn, recompute_keep, params_axis, group,
     )  # fmt: skip
     consts = {
-        "persistence": jnp.float64(persistence),
-        "jitter": jnp.float64(jitter),
-        "divergence_threshold": jnp.float64(divergence_threshold),
-        "target_accept": jnp.float64(target_accept),
+        "persistence": np.float64(persistence),
+        "jitter": np.float64(jitter),
+        "divergence_threshold": np.float64(divergence_threshold),
+        "target_accept": np.float64(target_accept),
     }
-    key_init, key_loop = jax.random.split(key)
-    state = init(params, theta0, w, key_init)
+    state, da, key_loop = init(params, theta0, w, key, step)
     n_grad = B
     total = n_burn + n_samples * thin
     every = max(1, total // N_LOG_CHUNKS) if log is not None else None
@@ -381,11 +455,11 @@ def sample(
         if log is not None and (stop % every == 0 or stop == total):
             log(f"  hmc iteration {stop}/{total}: mean acceptance {float(accept.mean()):.2f}")
 
-    def stacked(x, dtype=jnp.float64):  # one spare row when empty: a size-0 axis cannot be indexed
-        return jnp.zeros((max(n_samples, 1), *jnp.shape(x)), dtype=dtype)
+    def stacked(x, dtype=np.float64):  # one spare row when empty: a size-0 axis cannot be indexed
+        return np.zeros((max(n_samples, 1), *np.shape(x)), dtype=dtype)
 
     buf = {
-        "burn_accept": jnp.zeros((max(n_burn, 1), B)),
+        "burn_accept": np.zeros((max(n_burn, 1), B)),
         "w": stacked(state.w),
         "theta": jax.tree_util.tree_map(lambda t: stacked(t, t.dtype), state.theta),
         "u": stacked(state.u),
@@ -393,16 +467,16 @@ def sample(
         "accepted": stacked(state.u, bool),
         "energy_error": stacked(state.u),
     }
-    zero = jnp.zeros(B, dtype=jnp.int32)
-    carry = (state, jax.vmap(dual_averaging_init)(step), step, zero, zero)
-    n_burn_ = jnp.int32(n_burn)
+    zero = np.zeros(B, dtype=np.int32)
+    carry = (state, da, step, zero, zero)
+    n_burn_ = np.int32(n_burn)
     for start, stop in _chunks(0, n_burn, every):
         buf, carry = advance(buf, carry, params, key_loop, consts, n_burn_, start, stop)
-        report(stop, buf["burn_accept"][start:stop])
+        report(stop, np.asarray(buf["burn_accept"])[start:stop])
     state, da, step, divergent_burn, divergent = carry
     n_grad += B * n_burn * (n_leapfrog_burn + int(recompute_burn))
     if adapting:
-        step = jnp.exp(da.log_step_bar)
+        step = np.exp(np.asarray(da.log_step_bar))
     if burn_params is not None and n_burn > 0 and not recompute_keep:
         state = refresh(params, state)
         n_grad += B
@@ -411,7 +485,7 @@ def sample(
     for start, stop in _chunks(n_burn, total, every):
         buf, carry = advance(buf, carry, params, key_loop, consts, n_burn_, start, stop)
         j0, j1 = start - n_burn, stop - n_burn  # kept-phase iteration numbers
-        report(stop, buf["accept_prob"][j0 // thin : max(j0 // thin + 1, j1 // thin)])
+        report(stop, np.asarray(buf["accept_prob"])[j0 // thin : max(j0 // thin + 1, j1 // thin)])
     _, _, step, divergent_burn, divergent = carry
     n_grad += B * n_keep * (n_leapfrog + int(recompute_keep))
     out = jax.device_get(buf)
