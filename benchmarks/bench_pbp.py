@@ -8,13 +8,14 @@ The first call of each compiled program includes its compilation: that time is r
 its own line and charged once, and the per-split times are of calls after it. The persistent
 compilation cache is off unless ``--cache`` (so the compile time is the real one).
 
-The peer is not part of this project: build it outside it (see ``--peer``; e.g. Cython with
-``language_level=2``, since its ``pbp.pyx`` is Python 2, against libopenblas) and point
-``--peer`` at the directory holding the built ``pbp`` module. Without it the peer columns are
-skipped with the reason printed.
+The peer is not part of this project: build it outside it from a checkout of
+HIPS/Probabilistic-Backpropagation you obtained (``scripts/build_pbp_peer.sh SOURCE OUTPUT``;
+nothing is fetched) and point ``--peer`` at OUTPUT, the directory holding the built ``pbp``
+module. Without it the run says so in a banner at its start and again at its end, and has no
+peer columns; ``--require-peer`` makes that an error (exit status 1).
 
 Run: python benchmarks/bench_pbp.py [--datasets boston_housing kin8nm] [--splits 20]
-     [--peer /work/peers/pbp/c/PBP_net] [--cache]
+     [--peer /work/peers/pbp/c/PBP_net] [--require-peer] [--cache]
 """
 
 from __future__ import annotations
@@ -81,6 +82,16 @@ def load_peer(path: str):
     finally:
         sys.path.remove(path)
     return pbp, ""
+
+
+def peer_absent(reason: str) -> str:
+    """The banner of a run without the peer."""
+    line = "=" * 78
+    return (
+        f"{line}\nPEER ABSENT: the authors' C PBP is NOT in this run; no peer columns, no "
+        f"ratios.\n  {reason}\n  Build it: scripts/build_pbp_peer.sh SOURCE OUTPUT (SOURCE: a "
+        f"checkout of\n  HIPS/Probabilistic-Backpropagation), then --peer OUTPUT.\n{line}"
+    )
 
 
 def peer_fit(pbp, split, hidden: int, epochs: int, seed: int):
@@ -188,16 +199,29 @@ def main():
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--peer", default=DEFAULT_PEER)
     parser.add_argument("--cache", action="store_true", help="use the persistent compile cache")
+    parser.add_argument(
+        "--require-peer", action="store_true", help="exit with status 1 when the peer is absent"
+    )
     args = parser.parse_args()
     peer, reason = load_peer(args.peer)
-    print(f"peer: {'HIPS C PBP from ' + args.peer if peer else 'skipped: ' + reason}")
+    if peer is None:
+        print(peer_absent(reason), file=sys.stderr, flush=True)
+        if args.require_peer:
+            sys.exit(1)
+    else:
+        print(f"peer: HIPS C PBP from {args.peer}")
     results = {}
     for name in args.datasets:
         results.update(bench_dataset(name, args.splits, peer))
     path = Path(__file__).parent / "results" / "bench_pbp.nc"
     path.parent.mkdir(exist_ok=True)
-    xr.Dataset(results, attrs={"n_splits": args.splits}).to_netcdf(path)
+    xr.Dataset(results, attrs={"n_splits": args.splits, "peer": int(peer is not None)}).to_netcdf(
+        path
+    )
     print(f"wrote {path}")
+    if peer is None:
+        sys.stdout.flush()
+        print(peer_absent(reason), file=sys.stderr)
 
 
 if __name__ == "__main__":
