@@ -8,7 +8,8 @@ error, gradient evaluations and CPU seconds per run.
 
 Estimators: the chain's four (``ratio``, ``ti``, ``ais``, ``bdmc``: one paper-protocol-shaped
 chain per seed gives all four), parallel tempering (``tempering``) and the valley sum
-(``valleys``) and nested sampling (``nested``). On the robot arm the truth is unknown: the bias column is against the mean
+(``valleys``), nested sampling (``nested``) and tempering from the valleys' reference
+(``valley_tempering``). On the robot arm the truth is unknown: the bias column is against the mean
 of the reference estimator (``--reference``, default ``valleys``) over the same seeds.
 Long: the robot arm at H = 8 costs minutes per estimator and seed on one core.
 """
@@ -21,7 +22,7 @@ import time
 import numpy as np
 
 from bnnsweep import datasets
-from bnnsweep.engines.evidence import known_answers, nested, tempering, valleys
+from bnnsweep.engines.evidence import known_answers, nested, tempering, valley_tempering, valleys
 from bnnsweep.engines.evidence.chaining import ChainProtocol, run_chain
 from bnnsweep.engines.evidence.estimators import bdmc_estimate
 from bnnsweep.engines.evidence.result import EvidenceEstimate
@@ -83,6 +84,10 @@ def run(estimator, target, proto, schedule_name, rng):
         return tempering.estimate(target, tempering.TemperingSettings(), rng)
     if estimator == "nested":
         return nested.estimate(target, nested.NestedSettings(), rng)
+    if estimator == "valley_tempering":
+        return valley_tempering.estimate(
+            target, valley_tempering.ValleyTemperingSettings(), rng, log=print
+        )
     raise ValueError(estimator)
 
 
@@ -91,7 +96,7 @@ def main() -> None:
     parser.add_argument("--problems", nargs="+",
                         default=[*known_answers.PROBLEMS, "robot_arm_h4"])  # fmt: skip
     parser.add_argument("--estimators", nargs="+",
-                        default=[*CHAIN_ESTIMATORS, "tempering", "valleys", "nested"])  # fmt: skip
+                        default=[*CHAIN_ESTIMATORS, "tempering", "valleys", "nested", "valley_tempering"])  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--reference", default="valleys")
     args = parser.parse_args()

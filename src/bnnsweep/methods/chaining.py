@@ -27,6 +27,7 @@ from ..engines.evidence.estimators import bdmc_estimate
 from ..engines.evidence.nested import NestedSettings
 from ..engines.evidence.schedules import schedule as make_schedule
 from ..engines.evidence.tempering import TemperingSettings
+from ..engines.evidence.valley_tempering import ValleyTemperingSettings
 from ..engines.evidence.valleys import ValleySettings
 from ..method_base import (
     FitResult,
@@ -68,14 +69,16 @@ def neal_noise_hyperprior() -> dict:
 MIN_AIS_ESS = 5.0
 """Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
-ESTIMATORS = ("tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
+ESTIMATORS = ("tempering", "valley_tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
 """``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
 sec. 2 allows any reference whose evidence is known) to the posterior by AIS, summed over the
 valleys found and their 2^H H! images (``engines.evidence.valleys``); ``tempering``: the
 links exchange states (parallel tempering on an adapted ladder) and the paper's ratio is
 taken along it (stepping stone); the others run the paper's sequential links from the prior
 (``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo; ``nested``:
-nested sampling from the prior, no lambda path (``engines.evidence.nested``)."""
+nested sampling from the prior, no lambda path (``engines.evidence.nested``);
+``valley_tempering``: parallel tempering from a Gaussian mixture over the valleys found to
+the posterior folded onto one image of the symmetries (``engines.evidence.valley_tempering``)."""
 
 
 def _overridden(kind, key: str, overrides: dict):
@@ -116,6 +119,8 @@ class ChainingSettings(ModelSettings):
     valleys: dict = field(default_factory=dict)  # overrides of ValleySettings' defaults
     tempering: dict = field(default_factory=dict)  # overrides of TemperingSettings' defaults
     nested: dict = field(default_factory=dict)  # overrides of NestedSettings' defaults
+    # overrides of ValleyTemperingSettings' defaults
+    valley_tempering: dict = field(default_factory=dict)
     bdmc_max_gap: float = 20.0
     predictive_samples: int = 200
 
@@ -133,6 +138,7 @@ class ChainingSettings(ModelSettings):
         self.tempering_settings().validate()
         self.valley_settings().validate()
         self.nested_settings().validate()
+        self.valley_tempering_settings().validate()
         if self.estimator == "valleys" and self.hidden < 1:
             raise ValueError("estimator 'valleys' needs hidden >= 1 (the linear model has one)")
         check_positive("bdmc_max_gap", self.bdmc_max_gap)
@@ -178,6 +184,11 @@ class ChainingSettings(ModelSettings):
         overrides."""
         return _overridden(NestedSettings, "nested", self.nested)
 
+    def valley_tempering_settings(self) -> ValleyTemperingSettings:
+        """The valley-reference tempering protocol: ``ValleyTemperingSettings`` with this
+        method's ``valley_tempering`` overrides."""
+        return _overridden(ValleyTemperingSettings, "valley_tempering", self.valley_tempering)
+
     def protocol(self) -> ChainProtocol:
         return ChainProtocol(
             replicates=self.replicates,
@@ -215,6 +226,8 @@ def fit(split: Split, settings: ChainingSettings, rng: np.random.Generator, log=
         return fit_valleys(split, settings, model, rng, log)
     if settings.estimator == "nested":
         return fit_nested(split, settings, model, rng, log)
+    if settings.estimator == "valley_tempering":
+        return fit_valley_tempering(split, settings, model, rng, log)
     lambdas = make_schedule(settings.schedule)
     log(f"chaining over {len(lambdas) - 1} links: {np.array2string(lambdas[1:], precision=4)}")
     chain = run_chain(model, lambdas, settings.protocol(), rng, log=log)
@@ -340,12 +353,46 @@ def fit_tempering(split: Split, settings: ChainingSettings, model: MarginalModel
     rungs up to lambda = 1) holds a chain, neighbours exchange states, and ln p(D) is the
     paper's product of ratios along the ladder (``engines.evidence.tempering``). The links'
     traces are the ladder's; predictions average over the lambda = 1 rung's states."""
-    from ..engines.evidence.estimators import ratio_estimate
     from ..engines.evidence.tempering import estimate_from_run, run_tempering
 
     protocol = settings.tempering_settings()
     run = run_tempering(model, protocol, rng, log=log)
     found = estimate_from_run(run, protocol)
+    return _ladder_result(model, split, settings, run, found, "tempering", log)
+
+
+def fit_valley_tempering(split: Split, settings: ChainingSettings, model: MarginalModel, rng, log):
+    """Parallel tempering from a reference on the valleys found to the posterior folded onto
+    one image of the hidden units' symmetries (``engines.evidence.valley_tempering``): the
+    ladder's traces as ``tempering``'s (their phi is the path's phi' = E - ln |G| + ln r), the
+    reference's valleys beside them."""
+    from ..engines.evidence.valley_tempering import estimate_and_run
+
+    found, res = estimate_and_run(model, settings.valley_tempering_settings(), rng, log=log)
+    if res is None:
+        return _no_draws_result(split, found)
+    result = _ladder_result(model, split, settings, res.run, found, "valley tempering", log)
+    d = found.diagnostics
+    result.coords["valley"] = np.arange(d["n_components"])
+    result.traces["valley_reference_weight"] = (("valley",), d["reference_weights"])
+    result.traces["valley_occupancy"] = (("valley",), d["top_occupancy"])
+    result.traces["valley_fold_share"] = (("valley",), d["fold_share"])
+    result.diagnostics.update(
+        log_fold=d["log_fold"],
+        n_valleys=d["n_components"],
+        n_new_valleys=d["n_new_valleys"],
+        new_valley_share=d["new_valley_share"],
+        group_order=d["group_order"],
+    )
+    return result
+
+
+def _ladder_result(model, split, settings, run, found, label: str, log):
+    """A FitResult from a parallel-tempering ladder (``tempering.TemperingRun``) and its
+    estimate: predictions over the lambda = 1 rung's states, the links' traces, the
+    stepping-stone and TI estimates and the ladder's diagnostics."""
+    from ..engines.evidence.estimators import ratio_estimate
+
     post = run.posterior_samples.reshape(-1, run.posterior_samples.shape[-1])
     pick = np.linspace(0, len(post) - 1, min(settings.predictive_samples, len(post))).astype(int)
     mean, var = sample_predictions(model, post[pick], split.x_test)
@@ -361,7 +408,7 @@ def fit_tempering(split: Split, settings: ChainingSettings, model: MarginalModel
         result.flag(found.status, found.reason)
     ratios = ratio_estimate(run.ladder, run.phi)
     log(
-        f"tempering over {len(run.ladder)} rungs: ln p(D) = {found.log_z:.3f} +- "
+        f"{label} over {len(run.ladder)} rungs: ln p(D) = {found.log_z:.3f} +- "
         f"{found.log_z_se:.3f} (TI {found.diagnostics['log_z_ti']:.3f}), swap acceptance "
         f"min {run.swap_accept.min():.2f}, {run.round_trips.mean():.1f} round trips per ladder"
     )
@@ -398,15 +445,21 @@ def fit_tempering(split: Split, settings: ChainingSettings, model: MarginalModel
     return result
 
 
+def _no_draws_result(split: Split, found) -> FitResult:
+    """The result of an estimate that ended with no posterior draws: NaN predictions, the
+    estimate's status and reason."""
+    nan = np.full((len(split.x_test), split.n_outputs), np.nan)
+    result = FitResult(nan, nan, log_evidence_kind="chain", n_grad_evals=found.n_grad_evals)
+    result.flag(found.status, found.reason)
+    return result
+
+
 def _weighted_draws_result(model: MarginalModel, split: Split, found, draws, weights):
     """A FitResult from weighted posterior draws (valleys' AIS particles, nested sampling's
     dead points): predictions average the network over the draws by weight, the predictive
     variance adds the spread and E[1/beta | w]; ln p(D) and the status from ``found``."""
     if len(draws) == 0:
-        nan = np.full((len(split.x_test), split.n_outputs), np.nan)
-        result = FitResult(nan, nan, log_evidence_kind="chain", n_grad_evals=found.n_grad_evals)
-        result.flag(found.status, found.reason)
-        return result
+        return _no_draws_result(split, found)
     net = model.objective.network
 
     def predict(x):
@@ -504,6 +557,12 @@ def fit_valleys(split: Split, settings: ChainingSettings, model: MarginalModel, 
     return result
 
 
+def _search_calls(v, n_weights: int) -> float:
+    """Gradient calls of a valley search (``valleys.find_minima``): L-BFGS from every start,
+    then the Newton polish (a Hessian per step, few steps)."""
+    return v.starts * v.start_iter * 2 + v.starts * v.newton_iter * 0.1 * n_weights
+
+
 def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
     """Cost model: every leapfrog step of the chains of every link and replicate, batched,
     and the AIS particles' steps (both directions with ``ais_reverse``), counted as calls of
@@ -511,14 +570,24 @@ def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: 
     after the other); holds every chain's samples and the predictive draws."""
     if s.estimator == "valleys":
         v = s.valley_settings()
-        lbfgs = v.starts * v.start_iter * 2
-        polish = v.starts * v.newton_iter * 0.1 * n_weights  # a Hessian per step, few steps
         pilot = v.max_valleys * v.pilot_chains * 2 * v.pilot_samples * (v.leapfrog + 1)
         ais = v.n_grad_evals(v.max_valleys)
         held = v.max_valleys * v.particles * (n_weights + n_test * n_out)
         # AIS and the pilot run batched over valleys x particles; typical: fewer valleys
-        return Work(lbfgs + polish + (pilot + ais) / v.particles, batch=v.particles,
-                    floats_held=held, typical=0.5)  # fmt: skip
+        return Work(_search_calls(v, n_weights) + (pilot + ais) / v.particles,
+                    batch=v.particles, floats_held=held, typical=0.5)  # fmt: skip
+    if s.estimator == "valley_tempering":
+        from ..engines.evidence.valley_tempering import cost
+
+        protocol = s.valley_tempering_settings()
+        v, k = protocol.search_settings(), protocol.max_components
+        grads, batch = cost(protocol)
+        # the reference mixture costs K W^2 a point beside the network's N W
+        grads *= 1.0 + k * n_weights / max(n_train, 1)
+        pilot = k * v.pilot_chains * 2 * v.pilot_samples * (v.leapfrog + 1) / v.pilot_chains
+        held = batch * (protocol.samples + n_weights) + s.predictive_samples * n_test * n_out * 2
+        return Work(_search_calls(v, n_weights) + (pilot + grads) / batch, batch=batch,
+                    floats_held=held)  # fmt: skip
     if s.estimator == "nested":
         from ..engines.evidence.nested import cost
 

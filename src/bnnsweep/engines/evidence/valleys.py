@@ -205,7 +205,9 @@ def _program(target, kind: str, key, build):
     return _PROGRAMS[full][1]
 
 
-def _energy_fn(target):
+def energy_function(target):
+    """E(w) = phi(w) + E_0(w), the negative log of the unnormalised posterior (JAX, one w)."""
+
     def energy(w):
         return target.phi_one(w) + target.prior_energy_one(w)
 
@@ -221,7 +223,7 @@ def _trust_region_polish(target, w: np.ndarray, max_iter: int):
     from scipy.optimize import minimize
 
     value_and_grad, hessian = _program(target, "derivatives", None, lambda: (
-        jax.jit(jax.value_and_grad(_energy_fn(target))), jax.jit(jax.hessian(_energy_fn(target)))
+        jax.jit(jax.value_and_grad(energy_function(target))), jax.jit(jax.hessian(energy_function(target)))
     ))  # fmt: skip
 
     def fun(v):
@@ -347,7 +349,7 @@ class _ValleyPath:
 
 
 def _path(target, n_w: int) -> _ValleyPath:
-    return _program(target, "path", n_w, lambda: _ValleyPath(_energy_fn(target), n_w))
+    return _program(target, "path", n_w, lambda: _ValleyPath(energy_function(target), n_w))
 
 
 def moment_matched_start(target, valleys: list[Valley], settings: ValleySettings, rng):
@@ -599,7 +601,7 @@ def importance_reference(
             for c in chol
         ]  # fmt: skip
     )
-    energy = _program(target, "energy", None, lambda: jax.jit(jax.vmap(_energy_fn(target))))
+    energy = _program(target, "energy", None, lambda: jax.jit(jax.vmap(energy_function(target))))
     log_ratio = []
     remaining = n_draws
     while remaining > 0:

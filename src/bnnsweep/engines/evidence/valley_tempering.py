@@ -1,0 +1,499 @@
+"""Parallel tempering from a reference placed on the posterior's valleys: ln p(D) along a
+path with no first-order transition, whose chains move mass between valleys themselves.
+
+Tempering from the prior (``engines.evidence.tempering``) meets a first-order transition on
+a network's posterior: the valleys that hold the evidence are a tiny share of the prior and
+take over only near lambda = 1, so no ladder of practical length carries states into them.
+Here the path starts from a reference r that already sits in the valleys, as parallel
+tempering with a variational reference does (Surjanovic, Syed, Bouchard-Cote & Campbell
+2022): the family
+
+    p_lambda(u, k) propto r(u, k) exp(-lambda phi'(u)),   phi'(u) = E(u) - ln |G| + ln r(u),
+
+with E(u) = phi(u) + E_0(u) the chaining target's energy at lambda = 1, runs from the
+normalised reference (lambda = 0, Z = P) to the posterior folded onto one image of the hidden
+units' symmetries (lambda = 1, Z = p(D)).
+
+The folding. A one-hidden-layer network is unchanged by the 2^H H! sign flips and
+permutations G of its hidden units (``valleys``). C is the set of weight vectors that are
+their own canonical form (``models.jax_network.canonical_units``: every unit's first output
+weight >= 0, units sorted by it), one image of each orbit, so int_C |G| exp(-E) = p(D)
+exactly. The reference on C is a mixture over the valleys found, k = 1..K, of Gaussians
+N(c_k, L_k L_k^T) (each valley's moment-matched Gaussian, moved to C):
+
+    r(u, k) = pi_k N(u; c_k, L_k L_k^T) 1[u in C],   Z(0) = P = sum_k pi_k P(c_k + L_k x in C),
+
+P estimated by plain Monte Carlo over x ~ N(0, I) (no target evaluations; its binomial
+error is part of the reported s.e.). The estimate is ln p(D) = (stepping stone along the
+ladder) + ln P, for any weights pi and Gaussians: they set how fast the run mixes, never what
+it converges to. Valleys no start found are missed here as in the valley sum: the coverage
+check of the valley search is reported beside the estimate.
+
+Moves, each leaving p_lambda invariant (per rung; rung 0 takes exact reference draws):
+
+1. Gibbs update of the label k given u, from r(u, k) (the same at every lambda);
+2. HMC in the label's whitened coordinates x = L_k^-1 (u - c_k), potential
+   U_k(x) = |x|^2 / 2 - ln pi_k + lambda phi'(c_k + L_k x); an end point outside C is
+   rejected (the folded density is zero there);
+3. a valley jump at fixed x: k' uniform, u' = c_k' + L_k' x, accepted with probability
+   1[u' in C] min(1, pi_k' / pi_k exp(-lambda (phi'(u') - phi'(u)))) (the corresponding
+   point of another valley; a Metropolis move on (x, k));
+4. swaps of (u, k) between neighbouring rungs, min(1, exp((lambda_i+1 - lambda_i)
+   (phi'_i+1 - phi'_i))), even and odd pairs in turn (``tempering``).
+
+During burn-in the ladder is placed for equal swap rejection (``tempering.replace_ladder``),
+the HMC step adapted per rung by dual averaging, and the weights pi moved to the valleys'
+occupancy at lambda = 1 (with ``weight_floor`` spread evenly, so that no valley is shut
+out): the variational reference's fit. The kept iterations use all of them frozen.
+
+Status and error as ``tempering``: the s.e. is the jackknife over independent replicate
+ladders; ``not_converged`` on swap acceptance below ``min_swap_accept``, fewer round trips
+than ``min_round_trips``, or stepping stone and TI apart.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from ...models.jax_network import canonical_units
+from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
+from ..mcmc import hmc
+from . import valleys as valley_search
+from .result import EvidenceEstimate
+from .tempering import (
+    CHUNK,
+    TemperingRun,
+    estimate_from_run,
+    initial_ladder,
+    replace_ladder,
+    round_trips,
+)
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class ValleyTemperingSettings:
+    """The valley search (``search``: overrides of ``valleys.ValleySettings``; the AIS
+    settings there are not used) and the tempering protocol. Defaults: 12 rungs x 4 replicate
+    ladders, 600 burn-in and 1,200 kept iterations of 10 leapfrog steps."""
+
+    rungs: int = 12
+    replicates: int = 4
+    burn_in: int = 600
+    samples: int = 1200
+    leapfrog: int = 10
+    step_size: float = 0.5  # initial HMC step in whitened coordinates (adapted per rung)
+    target_accept: float = 0.8
+    adapt_rounds: int = 4
+    ladder_power: float = 2.0
+    ladder_floor: float = 0.5
+    weight_floor: float = 0.05  # share of the reference spread evenly over the valleys
+    max_components: int = 16  # the heaviest valleys by Laplace mass
+    fold_draws: int = 20000  # draws per valley estimating P(c_k + L_k x in C)
+    min_swap_accept: float = 0.1
+    min_round_trips: float = 2.0
+    max_ss_ti_gap: float = 3.0
+    search: dict = field(default_factory=dict)
+
+    def search_settings(self) -> valley_search.ValleySettings:
+        return valley_search.ValleySettings(**self.search)
+
+    def validate(self) -> None:
+        for key in ("rungs", "replicates", "samples", "leapfrog", "max_components", "fold_draws"):
+            if int(getattr(self, key)) < 1:
+                raise ValueError(f"valley tempering setting {key!r} must be >= 1")
+        if self.rungs < 3 or self.replicates < 2:
+            raise ValueError("valley tempering needs rungs >= 3 and replicates >= 2")
+        if not 0 < self.weight_floor <= 1:
+            raise ValueError("valley tempering setting 'weight_floor' must be in (0, 1]")
+        self.search_settings().validate()
+
+
+def cost(settings: ValleyTemperingSettings) -> tuple[float, int]:
+    """(gradient-equivalents of the tempering, batch): per iteration and replicate, (L - 1)
+    trajectories of ``leapfrog`` + 1 gradients, a jump and a swap evaluation per rung."""
+    s = settings
+    per_iteration = s.replicates * ((s.rungs - 1) * (s.leapfrog + 3) + s.rungs)
+    return float((s.burn_in + s.samples) * per_iteration), s.replicates * s.rungs
+
+
+# ----------------------------------------------------------------------------------------
+# the reference: a Gaussian mixture over the valleys on the fundamental domain C
+
+
+@dataclass(frozen=True)
+class Reference:
+    centres: np.ndarray  # (K, W) in C
+    factors: np.ndarray  # (K, W, W) L_k
+    inverses: np.ndarray  # (K, W, W) L_k^-1
+    log_det: np.ndarray  # (K,) ln |det L_k|
+    log_weights: np.ndarray  # (K,) ln pi_k
+
+    def arrays(self) -> dict:
+        return {k: jnp.asarray(v) for k, v in self.__dict__.items()}
+
+    def with_weights(self, log_weights: np.ndarray) -> Reference:
+        return Reference(self.centres, self.factors, self.inverses, self.log_det, log_weights)
+
+
+def fold(spec, centre: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The image of N(centre, factor factor^T) whose centre lies in C: the signed permutation
+    g that ``canonical_units`` applies to the centre, applied to both (g factor is a factor
+    of g S g^T)."""
+    if spec is None or spec.n_hidden == 0:
+        return centre, factor
+    index, sign = signed_permutation(spec, centre)
+    image = sign * centre[index]
+    if not np.allclose(image, np.asarray(canonical_units(spec, jnp.asarray(centre))), atol=0):
+        raise ValueError("signed_permutation disagrees with canonical_units")
+    return image, sign[:, None] * factor[index]
+
+
+def signed_permutation(spec, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index, sign) with canonical_units(w) = sign * w[index]: each unit flipped where its
+    first output weight is negative (odd activations), the units sorted by that weight,
+    largest first (layout W1 (H, I), b1 (H), W2 (P, H), b2 (P))."""
+    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
+    start = H * I + H
+    first = w[start : start + H]  # W2[0, :]
+    flip = np.where((spec.activation in ("tanh", "erf")) & (first < 0), -1.0, 1.0)
+    order = np.argsort(-(flip * first), kind="stable")
+    at = np.arange(len(w))
+    index = np.concatenate([
+        at[: H * I].reshape(H, I)[order].ravel(), at[H * I : start][order],
+        at[start : start + P * H].reshape(P, H)[:, order].ravel(), at[start + P * H :],
+    ])  # fmt: skip
+    units = flip[order]
+    sign = np.concatenate([np.repeat(units, I), units, np.tile(units, P), np.ones(P)])
+    return index, sign
+
+
+def build_reference(spec, centres, factors, log_weights) -> Reference:
+    folded = [fold(spec, c, f) for c, f in zip(centres, factors, strict=True)]
+    c = np.stack([a for a, _ in folded])
+    f = np.stack([b for _, b in folded])
+    inv = np.linalg.inv(f)
+    log_det = np.linalg.slogdet(f)[1]
+    lw = np.asarray(log_weights, dtype=float)
+    return Reference(c, f, inv, log_det, lw - np.logaddexp.reduce(lw))
+
+
+def _in_domain(spec):
+    """u in C: u is its own canonical form (always, without hidden-unit symmetries)."""
+    if spec is None or spec.n_hidden == 0:
+        return lambda u: jnp.array(True)
+    return lambda u: jnp.all(canonical_units(spec, u) == u)
+
+
+def _log_components(ref: dict, u):
+    """ln pi_k + ln N(u; c_k, L_k L_k^T), (K,)."""
+    z = jnp.einsum("kij,kj->ki", ref["inverses"], u[None, :] - ref["centres"])
+    n = u.shape[0]
+    return ref["log_weights"] - 0.5 * jnp.sum(z * z, axis=1) - ref["log_det"] - 0.5 * n * LOG_2PI
+
+
+def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator):
+    """P = sum_k pi_k P(c_k + L_k x in C), x ~ N(0, I), by Monte Carlo per valley, and the
+    s.e. of ln P (binomial)."""
+    inside = _inside_program(spec)
+    share = []
+    for c, f in zip(ref.centres, ref.factors, strict=True):
+        u = c + rng.standard_normal((draws, len(c))) @ f.T
+        share.append(float(np.mean(np.asarray(inside(jnp.asarray(u))))))
+    share = np.asarray(share)
+    pi = np.exp(ref.log_weights)
+    p = float(pi @ share)
+    var = float(np.sum(pi**2 * share * (1 - share) / draws))
+    return p, (math.sqrt(var) / p if p > 0 else float("inf")), share
+
+
+def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator):
+    """n exact draws (u, k) from r restricted to C (rejection: draws outside C are redrawn)."""
+    inside = _inside_program(spec)
+    pi = np.exp(ref.log_weights)
+    out_u, out_k, have = [], [], 0
+    while have < n:
+        m = max(16, int(1.3 * (n - have)))
+        k = rng.choice(len(pi), size=m, p=pi / pi.sum())
+        x = rng.standard_normal((m, ref.centres.shape[1]))
+        u = ref.centres[k] + np.einsum("mij,mj->mi", ref.factors[k], x)
+        ok = np.asarray(inside(jnp.asarray(u)))
+        out_u.append(u[ok])
+        out_k.append(k[ok])
+        have += int(ok.sum())
+    return np.concatenate(out_u)[:n], np.concatenate(out_k)[:n]
+
+
+_INSIDE: dict = {}
+
+
+def _inside_program(spec):
+    """The jitted, vmapped ``u in C`` test of an architecture (compiled once per process)."""
+    key = None if spec is None else (spec.n_inputs, spec.n_hidden, spec.n_outputs, spec.activation)
+    if key not in _INSIDE:
+        _INSIDE[key] = jax.jit(jax.vmap(_in_domain(spec)))
+    return _INSIDE[key]
+
+
+# ----------------------------------------------------------------------------------------
+# the compiled sweep
+
+
+def _programs(target, n_leapfrog: int):
+    """``run(carry, ladder, xs, consts, ref, adapt)``: compiled sweep over the iterations in
+    xs (cached on the target)."""
+    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
+    if n_leapfrog in cache:
+        return cache[n_leapfrog]
+    spec = getattr(target, "spec", None)
+    energy = valley_search.energy_function(target)
+    inside = _in_domain(spec)
+    log_group = math.log(valley_search.group_order(spec))
+
+    def phi_prime(ref, u):
+        value = energy(u) - log_group + jax.scipy.special.logsumexp(_log_components(ref, u))
+        return jnp.nan_to_num(value, nan=jnp.inf)
+
+    def move(key, u, k, lam, step, ref, consts):
+        """Gibbs label, HMC in the label's whitened coordinates, valley jump (module doc)."""
+        k_lab, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 6)
+        k = jax.random.categorical(k_lab, _log_components(ref, u))
+        c, f, inv = ref["centres"][k], ref["factors"][k], ref["inverses"][k]
+
+        def potential(x, c=c, f=f, kk=k):
+            return 0.5 * jnp.dot(x, x) - ref["log_weights"][kk] + lam * phi_prime(ref, c + f @ x)
+
+        value_and_grad = jax.value_and_grad(potential)
+        x = inv @ (u - c)
+        u0, g0 = value_and_grad(x)
+        p = jax.random.normal(k_mom, x.shape, x.dtype)
+        eps = step * jax.random.uniform(k_jit, (), x.dtype, 0.9, 1.1)
+        x1, p1, u1, _ = hmc.leapfrog(value_and_grad, x, p, g0, eps, n_leapfrog)
+        d_h = u1 + 0.5 * jnp.dot(p1, p1) - u0 - 0.5 * jnp.dot(p, p)
+        new_u = c + f @ x1
+        ok = jnp.isfinite(d_h) & jnp.all(jnp.isfinite(x1)) & inside(new_u)
+        accept_prob = jnp.where(ok, jnp.exp(jnp.minimum(0.0, -jnp.where(ok, d_h, 0.0))), 0.0)
+        accepted = jax.random.uniform(k_acc, (), x.dtype) < accept_prob
+        x = jnp.where(accepted, x1, x)
+        u = jnp.where(accepted, new_u, u)
+        here = jnp.where(accepted, u1, u0)  # U_k(x)
+        # valley jump at fixed x
+        k2 = jax.random.randint(k_jump, (), 0, ref["centres"].shape[0])
+        u2 = ref["centres"][k2] + ref["factors"][k2] @ x
+        there = 0.5 * jnp.dot(x, x) - ref["log_weights"][k2] + lam * phi_prime(ref, u2)
+        log_a = jnp.where(inside(u2) & jnp.isfinite(there), here - there, -jnp.inf)
+        jump = jnp.log(jax.random.uniform(k_jacc, (), x.dtype)) < log_a
+        moved_valley = jump & (k2 != k)
+        u = jnp.where(jump, u2, u)
+        k = jnp.where(jump, k2, k)
+        return u, k, accept_prob, moved_valley, ~jnp.isfinite(d_h)
+
+    moves = jax.vmap(jax.vmap(move, in_axes=(0, 0, 0, 0, 0, None, None)),
+                     in_axes=(0, 0, 0, None, 0, None, None))  # fmt: skip
+    phi_all = jax.vmap(jax.vmap(phi_prime, in_axes=(None, 0)), in_axes=(None, 0))
+
+    def body(carry, x, ladder, consts, ref, adapt):
+        u, k, labels, da, step, key = carry
+        it, u0, k0 = x
+        R, L = labels.shape
+        k_move, k_swap = jax.random.split(jax.random.fold_in(key, it))
+        keys = jax.random.split(k_move, (R, L - 1))
+        up, kp, acc, jumped, divergent = moves(keys, u[:, 1:], k[:, 1:], ladder[1:], step, ref,
+                                               consts)  # fmt: skip
+        u = jnp.concatenate([u0[:, None], up], axis=1)
+        k = jnp.concatenate([k0[:, None], kp], axis=1)
+        phi = phi_all(ref, u)
+        d_lam = ladder[1:] - ladder[:-1]
+        log_a = d_lam * (phi[:, 1:] - phi[:, :-1])
+        swap_prob = jnp.where(jnp.isnan(log_a), 0.0, jnp.exp(jnp.minimum(0.0, log_a)))
+        active = (jnp.arange(L - 1) % 2) == (it % 2)
+        do = active & (jax.random.uniform(k_swap, (R, L - 1)) < swap_prob)
+        no = jnp.zeros((R, 1), dtype=bool)
+        perm = (
+            jnp.arange(L)
+            + jnp.concatenate([do, no], axis=1).astype(jnp.int32)
+            - jnp.concatenate([no, do], axis=1).astype(jnp.int32)
+        )
+        u = jnp.take_along_axis(u, perm[..., None], axis=1)
+        phi, k, labels = (jnp.take_along_axis(a, perm, axis=1) for a in (phi, k, labels))
+        moved = jax.vmap(
+            jax.vmap(hmc.dual_averaging_update, in_axes=(0, 0, None)), in_axes=(0, 0, None)
+        )(da, acc, consts["target_accept"])
+        da = jax.tree_util.tree_map(lambda a, b: jnp.where(adapt, a, b), moved, da)
+        step = jnp.where(adapt, jnp.exp(da.log_step), step)
+        record = (phi, swap_prob, labels, acc, divergent, jumped, k[:, -1], u[:, -1])
+        return (u, k, labels, da, step, key), record
+
+    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
+    def run(carry, ladder, xs, consts, ref, adapt):
+        return jax.lax.scan(lambda c, x: body(c, x, ladder, consts, ref, adapt), carry, xs)
+
+    cache[n_leapfrog] = run
+    return run
+
+
+@dataclass
+class ValleyTemperingRun:
+    run: TemperingRun  # phi holds phi'(u) of the reference path
+    reference: Reference  # with the frozen weights of the kept iterations
+    log_fold: float  # ln P
+    log_fold_se: float
+    fold_share: np.ndarray  # (K,) P(c_k + L_k x in C)
+    jump_accept: np.ndarray  # (L - 1,) share of accepted valley jumps to another valley
+    top_labels: np.ndarray  # (S, R) the lambda = 1 rung's valley labels
+
+
+def run_valley_tempering(
+    target, reference: Reference, settings: ValleyTemperingSettings, rng, log=None
+) -> ValleyTemperingRun:
+    """Burn-in (ladder, steps and reference weights adapted), then the kept iterations."""
+    s = settings
+    spec = getattr(target, "spec", None)
+    R, L, K = s.replicates, s.rungs, len(reference.log_weights)
+    run = _programs(target, int(s.leapfrog))
+    ladder = initial_ladder(L, s.ladder_power)
+    u, k = sample_reference(spec, reference, R * L, rng)
+    carry = [
+        jnp.asarray(u.reshape(R, L, -1)), jnp.asarray(k.reshape(R, L)),
+        jnp.tile(jnp.arange(L, dtype=jnp.int32), (R, 1)), None,
+        jnp.full((R, L - 1), float(s.step_size)), key_from_rng(rng),
+    ]  # fmt: skip
+    consts = {"target_accept": jnp.float64(s.target_accept)}
+    it = 0
+
+    def sweep(carry, n, adapt, ref):
+        nonlocal it
+        arrays, records = ref.arrays(), []
+        for start in range(0, n, CHUNK):
+            m = min(CHUNK, n - start)
+            u0, k0 = sample_reference(spec, ref, m * R, rng)
+            xs = (jnp.arange(it, it + m), jnp.asarray(u0.reshape(m, R, -1)),
+                  jnp.asarray(k0.reshape(m, R)))  # fmt: skip
+            it += m
+            carry, rec = run(tuple(carry), jnp.asarray(ladder), xs, consts, arrays,
+                             jnp.asarray(adapt))  # fmt: skip
+            carry = list(carry)
+            records.append(jax.device_get(rec))
+        return carry, [np.concatenate(parts) for parts in zip(*records, strict=True)]
+
+    rounds = s.adapt_rounds if s.burn_in > 0 else 0
+    lengths = np.diff(np.linspace(0, s.burn_in, rounds + 1).round().astype(int)) if rounds else []
+    for r, n in enumerate(lengths):
+        carry[3] = jax.vmap(jax.vmap(hmc.dual_averaging_init))(carry[4])
+        carry, rec = sweep(carry, int(n), True, reference)
+        half = len(rec[1]) // 2
+        swap = rec[1][half:].mean(axis=(0, 1))
+        if r < len(lengths) - 1:
+            ladder = replace_ladder(ladder, 1.0 - swap, s.ladder_power, s.ladder_floor)
+        occupancy = np.bincount(rec[6][half:].ravel(), minlength=K) / rec[6][half:].size
+        weights = (1.0 - s.weight_floor) * occupancy + s.weight_floor / K
+        reference = reference.with_weights(np.log(weights))
+        carry[4] = jnp.exp(carry[3].log_step_bar)
+        if log is not None:
+            log(f"  valley tempering burn-in round {r + 1}/{rounds}: swap acceptance min "
+                f"{swap.min():.2f}, barrier {np.sum(1 - swap):.2f}, top-rung occupancy "
+                f"{np.array2string(occupancy, precision=2)}")  # fmt: skip
+    if carry[3] is None:
+        carry[3] = jax.vmap(jax.vmap(hmc.dual_averaging_init))(carry[4])
+    carry, rec = sweep(carry, int(s.samples), False, reference)
+    phi, swap_prob, labels_t, accept, divergent, jumped, top_k, top_u = rec
+    p, p_se, share = fold_probability(spec, reference, s.fold_draws, rng)
+    swap = swap_prob.mean(axis=(0, 1))
+    grads, _ = cost(s)
+    tempering_run = TemperingRun(
+        ladder=ladder,
+        phi=np.transpose(phi, (2, 1, 0)),
+        swap_accept=swap,
+        hmc_accept=accept.mean(axis=(0, 1)),
+        divergent=divergent.sum(axis=(0, 1)),
+        step_size=np.asarray(carry[4]),
+        round_trips=round_trips(labels_t),
+        posterior_samples=top_u,
+        barrier=float(np.sum(1.0 - swap)),
+        n_grad_evals=int(grads),
+    )
+    return ValleyTemperingRun(
+        tempering_run, reference, math.log(p) if p > 0 else -math.inf, p_se, share,
+        jumped.mean(axis=(0, 1)), top_k,
+    )  # fmt: skip
+
+
+def search(target, settings: ValleyTemperingSettings, rng, log=None):
+    """Valleys by many starts (``valleys.find_minima``, merged modulo the symmetries), the
+    heaviest ``max_components`` by Laplace mass with their moment-matched Gaussians; the
+    reference with weights proportional to the Laplace masses (adapted in the burn-in).
+    Returns the reference, the valleys and the gradient evaluations spent."""
+    vs = settings.search_settings()
+    spec = getattr(target, "spec", None)
+    w, e, g, a, n_lbfgs = valley_search.find_minima(target, vs, rng)
+    found = valley_search.distinct_valleys(spec, w, e, g, a, vs)
+    if not found:
+        return None, found, n_lbfgs
+    found = sorted(found, key=lambda v: -v.laplace_log_mass)[: settings.max_components]
+    centres, factors, n_pilot = valley_search.moment_matched_start(target, found, vs, rng)
+    lw = np.array([v.laplace_log_mass for v in found])
+    lw = np.maximum(lw, lw.max() - 30.0)  # Laplace masses are nats off: start no valley shut
+    if log is not None:
+        log(f"valley tempering: {len(found)} valleys as the reference ({len(w)} starts)")
+    ref = build_reference(spec, centres, factors, lw)
+    return ref, found, n_lbfgs + vs.starts * vs.newton_iter + n_pilot
+
+
+def estimate(
+    target, settings: ValleyTemperingSettings, rng: np.random.Generator, log=None
+) -> EvidenceEstimate:
+    """ln p(D) = stepping stone along the reference path + ln P (module docstring)."""
+    return estimate_and_run(target, settings, rng, log=log)[0]
+
+
+def estimate_and_run(
+    target, settings: ValleyTemperingSettings, rng: np.random.Generator, log=None
+) -> tuple[EvidenceEstimate, ValleyTemperingRun | None]:
+    """``estimate`` and the run it came from (None when the search found no valley)."""
+    settings.validate()
+    started = time.process_time()
+    ref, found, n_search = search(target, settings, rng, log=log)
+    if ref is None:
+        out = EvidenceEstimate(float("nan"), float("nan"), n_search)
+        out.flag("diverged", "no minimum passed the gradient and Hessian checks")
+        return out, None
+    res = run_valley_tempering(target, ref, settings, rng, log=log)
+    out = estimate_from_run(res.run, settings)
+    out.log_z += res.log_fold
+    out.log_z_se = math.hypot(out.log_z_se, res.log_fold_se)
+    out.diagnostics["log_z_ti"] += res.log_fold
+    out.n_grad_evals += n_search
+    spec = getattr(target, "spec", None)
+    vs = settings.search_settings()
+    # coverage: the posterior share (lambda = 1 occupancy) of valleys that only the last
+    # starts found; a large one says more starts would find more mass
+    occupancy = np.bincount(res.top_labels.ravel(), minlength=len(found)) / res.top_labels.size
+    cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
+    new = np.array([v.first_hit >= cut for v in found])
+    n_new, new_share = int(new.sum()), float(occupancy[new].sum())
+    out.diagnostics.update(
+        cpu_seconds=time.process_time() - started,
+        log_fold=res.log_fold,
+        log_fold_se=res.log_fold_se,
+        fold_share=res.fold_share,
+        n_components=len(found),
+        reference_weights=np.exp(res.reference.log_weights),
+        jump_accept=res.jump_accept,
+        top_occupancy=occupancy,
+        n_new_valleys=n_new,
+        new_valley_share=new_share,
+        group_order=valley_search.group_order(spec),
+    )
+    if new_share > vs.max_new_share:
+        out.flag(
+            "not_converged",
+            f"{n_new} valleys first found by the last {vs.coverage_fraction:.0%} of the starts "
+            f"hold {new_share:.1%} of the posterior: more starts would find more",
+        )
+    return out, res

@@ -1,0 +1,137 @@
+"""Parallel tempering from a valley reference (``engines.evidence.valley_tempering``): the
+folding onto one image of the hidden units' symmetries, the reference's normaliser and exact
+draws; its known-answer rows are in ``test_evidence_known_answers.py``."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bnnsweep.engines.evidence import valley_tempering as vt
+from bnnsweep.models.jax_network import canonical_units
+from bnnsweep.runtime.jax_runtime import jnp
+
+
+def _spec(hidden: int, activation: str = "tanh"):
+    """The architecture fields the symmetries depend on (those of ``NetworkSpec``)."""
+    return SimpleNamespace(n_inputs=2, n_hidden=hidden, n_outputs=2, activation=activation)
+
+
+def _n_weights(spec) -> int:
+    return spec.n_hidden * (spec.n_inputs + 1 + spec.n_outputs) + spec.n_outputs
+
+
+@pytest.mark.parametrize("hidden", [1, 3, 5])
+def test_signed_permutation_is_the_element_canonical_units_applies(hidden):
+    spec = _spec(hidden)
+    rng = np.random.default_rng(hidden)
+    for _ in range(20):
+        w = rng.standard_normal(_n_weights(spec))
+        index, sign = vt.signed_permutation(spec, w)
+        np.testing.assert_array_equal(
+            sign * w[index], np.asarray(canonical_units(spec, jnp.asarray(w)))
+        )
+        assert sorted(index) == list(range(len(w)))  # a permutation
+        # the same g moves any other vector: applying it twice to w's image changes nothing
+        image = sign * w[index]
+        i2, s2 = vt.signed_permutation(spec, image)
+        np.testing.assert_array_equal(i2, np.arange(len(w)))
+        np.testing.assert_array_equal(s2, np.ones(len(w)))
+
+
+def test_fold_moves_a_gaussian_into_the_domain_with_its_covariance():
+    spec = _spec(3)
+    rng = np.random.default_rng(0)
+    n = _n_weights(spec)
+    centre = rng.standard_normal(n)
+    factor = np.tril(rng.standard_normal((n, n))) * 0.1 + np.eye(n) * 0.05
+    c, f = vt.fold(spec, centre, factor)
+    np.testing.assert_array_equal(c, np.asarray(canonical_units(spec, jnp.asarray(centre))))
+    # draws of the folded Gaussian are the original's draws moved by the same g
+    x = rng.standard_normal((5, n))
+    index, sign = vt.signed_permutation(spec, centre)
+    moved = sign * (centre + x @ factor.T)[:, index]
+    np.testing.assert_allclose(c + x @ f.T, moved, atol=1e-12)
+
+
+def _boundary_reference(spec, distance):
+    """One Gaussian, isotropic, whose two units' first output weights differ by
+    ``distance`` standard deviations (both far above 0)."""
+    n = _n_weights(spec)
+    centre = np.zeros(n)
+    start = spec.n_hidden * (spec.n_inputs + 1)
+    centre[start : start + 2] = [5.0 + distance, 5.0]
+    return vt.build_reference(spec, centre[None], np.eye(n)[None], np.zeros(1))
+
+
+@pytest.mark.parametrize("distance", [0.0, 1.0])
+def test_fold_probability_against_the_normal_cdf(distance):
+    """The share of N(c, I) inside C is P(first output weight of unit 1 > that of unit 2) =
+    Phi(distance / sqrt 2) (both far from 0), over five seeds within 4 binomial s.e."""
+    from scipy.stats import norm
+
+    spec = _spec(2)
+    ref = _boundary_reference(spec, distance)
+    exact = norm.cdf(distance / np.sqrt(2.0))
+    for seed in range(5):
+        p, log_se, _ = vt.fold_probability(spec, ref, 4000, np.random.default_rng(seed))
+        assert abs(p - exact) <= 4 * log_se * p, (seed, p, exact)
+
+
+def test_reference_draws_lie_in_the_domain_with_the_mixture_shares():
+    spec = _spec(2)
+    n = _n_weights(spec)
+    rng = np.random.default_rng(1)
+    centres = np.stack([rng.standard_normal(n), rng.standard_normal(n)])
+    ref = vt.build_reference(spec, centres, np.stack([0.3 * np.eye(n)] * 2), np.log([0.25, 0.75]))
+    u, k = vt.sample_reference(spec, ref, 4000, rng)
+    assert u.shape == (4000, n)
+    canon = np.asarray([canonical_units(spec, jnp.asarray(v)) for v in u[:200]])
+    np.testing.assert_array_equal(canon, u[:200])
+    _, _, share = vt.fold_probability(spec, ref, 20000, rng)
+    expected = np.array([0.25, 0.75]) * share / (np.array([0.25, 0.75]) @ share)
+    counts = np.bincount(k, minlength=2) / len(k)
+    assert np.all(np.abs(counts - expected) < 4 * np.sqrt(expected * (1 - expected) / len(k)))
+
+
+def test_settings_reject_bad_values():
+    with pytest.raises(ValueError, match="rungs"):
+        vt.ValleyTemperingSettings(rungs=2).validate()
+    with pytest.raises(ValueError, match="weight_floor"):
+        vt.ValleyTemperingSettings(weight_floor=0.0).validate()
+    with pytest.raises(TypeError):
+        vt.ValleyTemperingSettings(search={"no_such_key": 1}).validate()
+
+
+def test_chaining_with_the_valley_tempering_estimator_fits_a_cell():
+    """``chaining`` with ``estimator: valley_tempering`` on the robot arm at H = 1 (a short
+    protocol): a finite ln p(D) with its s.e., within 1 nat of the valley sum's -514.51
+    (docs/evidence.md), finite predictions, and the reference's valleys as traces whose
+    weights sum to 1."""
+    from bnnsweep import datasets
+    from bnnsweep.methods import get_method
+
+    method = get_method("chaining")
+    settings = method.settings(
+        {"hidden": 1, "activation": "tanh", "estimator": "valley_tempering",
+         "valley_tempering": {"rungs": 5, "burn_in": 100, "adapt_rounds": 2, "samples": 100,
+                              "search": {"starts": 8, "pilot_samples": 40}}}
+    )  # fmt: skip
+    split = datasets.load("robot_arm").split("default")
+    result = method.fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    assert np.isfinite(result.log_evidence) and result.log_evidence_se > 0
+    assert abs(result.log_evidence - (-514.51)) < 1.0, result.log_evidence
+    assert np.all(np.isfinite(result.pred_mean)) and np.all(result.pred_var > 0)
+    weights = result.traces["valley_reference_weight"][1]
+    assert weights.sum() == pytest.approx(1.0)
+    assert result.traces["link_lambda"][1][0] == 0.0 and result.traces["link_lambda"][1][-1] == 1
+
+
+def test_valley_tempering_settings_are_checked_with_the_key_named():
+    from bnnsweep.method_base import SettingsError
+    from bnnsweep.methods import get_method
+
+    with pytest.raises(SettingsError, match="'valley_tempering' has no key 'rung'"):
+        get_method("chaining").settings({"valley_tempering": {"rung": 3}})
