@@ -248,6 +248,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000, help="kept iterations per run")
     parser.add_argument("--reps", type=int, default=4, help="timed rounds")
     parser.add_argument("--quick", action="store_true", help="50 iterations, 2 rounds")
+    parser.add_argument(
+        "--skip", nargs="*", default=[], help="samplers left out, e.g. bnnsweep/autodiff"
+    )
     args = parser.parse_args()
     n_samples, reps = (50, 2) if args.quick else (args.samples, args.reps)
     for hidden in args.hidden:
@@ -271,14 +274,17 @@ def main() -> None:
         runs = {}
         for model, u in models.items():
             for name, run in samplers(u, w_start, eps, n_samples).items():
-                runs[f"{name}/{model}"] = run
+                if f"{name}/{model}" not in args.skip:
+                    runs[f"{name}/{model}"] = run
         compile_s, timed = interleaved(runs, reps, lambda s: scores(s, u_batch, e_d_batch))
         report(f"H = {hidden}: model / sampler", compile_s, timed, n_samples * CHAINS * LEAPFROG)
-        for model in models:
-            for peer in ("blackjax", "numpyro"):
-                ratios(timed, compile_s, f"bnnsweep/{model}", f"{peer}/{model}")
-        for peer in ("blackjax", "numpyro"):
-            ratios(timed, compile_s, "bnnsweep/ours", f"{peer}/autodiff")
+        pairs = [
+            (f"bnnsweep/{m}", f"{peer}/{m}") for m in models for peer in ("blackjax", "numpyro")
+        ]
+        pairs += [("bnnsweep/ours", f"{peer}/autodiff") for peer in ("blackjax", "numpyro")]
+        for ours, peer in pairs:
+            if ours in runs and peer in runs:
+                ratios(timed, compile_s, ours, peer)
         sys.stdout.flush()
 
 

@@ -285,13 +285,16 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
             burn_value if burn_value == keep_value else jnp.where(burning, burn_value, keep_value)
         )
 
-    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
-    def init(params, theta, w, key, step):
+    @partial(jax.jit, static_argnames="momentum", compiler_options=SAMPLER_COMPILER_OPTIONS)
+    def init(params, theta, w, key, step, momentum):
         """The chains' first state, the dual-averaging state and the loop's key: in one
-        program (each small operation run outside one is compiled on its own)."""
+        program (each small operation run outside one is compiled on its own). The first
+        momentum is drawn only when ``momentum`` (persistence > 0): otherwise every
+        trajectory draws its own and the first is never read (zeros, one program less of
+        random numbers to compile)."""
         key_init, key_loop = jax.random.split(key)
         u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(params, theta, w)
-        p = jax.random.normal(key_init, w.shape, w.dtype)
+        p = jax.random.normal(key_init, w.shape, w.dtype) if momentum else jnp.zeros_like(w)
         return ChainState(w, p, u, grad, theta), jax.vmap(dual_averaging_init)(step), key_loop
 
     @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
@@ -446,7 +449,7 @@ def sample(
         "divergence_threshold": np.float64(divergence_threshold),
         "target_accept": np.float64(target_accept),
     }
-    state, da, key_loop = init(params, theta0, w, key, step)
+    state, da, key_loop = init(params, theta0, w, key, step, momentum=persistence > 0)
     n_grad = B
     total = n_burn + n_samples * thin
     every = max(1, total // N_LOG_CHUNKS) if log is not None else None
