@@ -108,7 +108,7 @@ def _nested(problem, seed):
 
 # 128 starts: the mixture's narrowest mode draws 3-5% of them (64 missed it in 2 of 3 seeds)
 VALLEY_TEMPERING = valley_tempering.ValleyTemperingSettings(
-    rungs=8, burn_in=200, samples=400, search={"starts": 128, "pilot_samples": 100}
+    rungs=8, replicates=8, burn_in=200, samples=200, search={"starts": 128, "pilot_samples": 100}
 )
 
 

@@ -116,7 +116,8 @@ def test_chaining_with_the_valley_tempering_estimator_fits_a_cell():
     method = get_method("chaining")
     settings = method.settings(
         {"hidden": 1, "activation": "tanh", "estimator": "valley_tempering",
-         "valley_tempering": {"rungs": 5, "burn_in": 100, "adapt_rounds": 2, "samples": 100,
+         "valley_tempering": {"rungs": 5, "replicates": 4, "burn_in": 100, "adapt_rounds": 2,
+                              "samples": 100,
                               "search": {"starts": 8, "pilot_samples": 40}}}
     )  # fmt: skip
     split = datasets.load("robot_arm").split("default")
