@@ -24,7 +24,8 @@ paper's 300 leapfrog steps a kept trajectory) advanced that many chains at a tim
 (``hmc.sample(group=...)``), against all at once and the size the sampler picks itself
 (``hmc.chains_per_group``): short runs, interleaved in rounds, the median per size and its
 ratio to the best size's.
-Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4] [--groups 1 2 4 8 18 72]
+Run: python benchmarks/bench_chain.py [--quick] [--replicates 1 4] [--groups 1 4 8 18 36]
+     [--groups-only]
      [--peer SRC --rounds 3]
 """
 
@@ -151,6 +152,9 @@ def group_scan(model: MarginalModel, chains: int, groups: list, rounds: int = 5)
             adapt=False, group=group,
         )  # fmt: skip
 
+    # every size's programs stay compiled through the rounds: at most as many sizes as the
+    # sampler keeps compiled programs for (more, and each run would compile again)
+    assert len(groups) <= hmc._programs.cache_info().maxsize - 1, "too many group sizes"
     for group in groups:
         run(group, 0)
     seconds = {group: [] for group in groups}
@@ -179,7 +183,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 burn-in, 20 kept samples")
     parser.add_argument("--replicates", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--groups", type=int, nargs="*", help="chains a group to measure")
+    parser.add_argument(
+        "--groups", type=int, nargs="*", help="chains a group to measure (at most 6 sizes)"
+    )
+    parser.add_argument("--groups-only", action="store_true", help="no fit after --groups")
     parser.add_argument("--peer", type=Path, help="src directory of the numpy implementation")
     parser.add_argument("--rounds", type=int, default=3, help="pairs of runs against --peer")
     args = parser.parse_args()
@@ -207,12 +214,16 @@ def main() -> None:
             model.potential, jnp.ones(chains), jax.tree_util.tree_map(jnp.asarray, theta0),
             jnp.asarray(w0), 0,
         )  # fmt: skip
-        per_grad = group_scan(model, chains, [*args.groups, None, "cache"])
+        sizes = [*dict.fromkeys([*args.groups, picked]), None]  # the picked size once
+        per_grad = group_scan(model, chains, sizes)
         best = min(per_grad.values())
         print(f"CPU per network gradient, {chains} chains (robot_arm H=24), by chains a group:")
         for group, seconds in per_grad.items():
-            name = {None: f"all {chains}", "cache": f"picked ({picked})"}.get(group, str(group))
-            print(f"  {name:>12}: {seconds * 1e6:7.2f} us  x{seconds / best:.2f} of the best")
+            name = f"all {chains}" if group is None else str(group)
+            name += " (picked)" if group == picked else ""
+            print(f"  {name:>14}: {seconds * 1e6:7.2f} us  x{seconds / best:.2f} of the best")
+        if args.groups_only:
+            return
     compile_timer = CompileTimer()
     rows = []
     for replicates in args.replicates:
