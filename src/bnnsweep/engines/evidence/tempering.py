@@ -144,6 +144,31 @@ def round_trips(labels: np.ndarray) -> np.ndarray:
     return trips
 
 
+def even_odd_swaps(key, it, ladder, phi):
+    """One iteration's exchanges (module docstring, step 2) for phi (R, L) at every rung of
+    R ladders: the pairs (i, i+1) with i of the iteration's parity swap with probability
+    min(1, exp((lambda_{i+1} - lambda_i)(phi_{i+1} - phi_i))). Returns the rung each rung's
+    new state comes from (R, L) and the swap probabilities of every pair (R, L - 1)."""
+    R, L = phi.shape
+    log_a = (ladder[1:] - ladder[:-1]) * (phi[:, 1:] - phi[:, :-1])
+    swap_prob = jnp.where(jnp.isnan(log_a), 0.0, jnp.exp(jnp.minimum(0.0, log_a)))
+    active = (jnp.arange(L - 1) % 2) == (it % 2)
+    do = active & (jax.random.uniform(key, (R, L - 1)) < swap_prob)
+    no = jnp.zeros((R, 1), dtype=bool)
+    perm = (
+        jnp.arange(L)
+        + jnp.concatenate([do, no], axis=1).astype(jnp.int32)
+        - jnp.concatenate([no, do], axis=1).astype(jnp.int32)
+    )
+    return perm, swap_prob
+
+
+def permute_rungs(perm, a):
+    """``a`` (R, L, ...) with each ladder's rungs reordered by ``perm`` (R, L)."""
+    index = perm.reshape(perm.shape + (1,) * (a.ndim - 2))
+    return jnp.take_along_axis(a, index, axis=1)
+
+
 def _programs(target, n_leapfrog: int):
     """The compiled sweep ``run(carry, ladder, xs, consts, adapt)`` over the iterations in
     ``xs`` for one target (cached on the target)."""
@@ -179,23 +204,8 @@ def _programs(target, n_leapfrog: int):
             lambda a, b: jnp.concatenate([a[:, None], b], axis=1), theta0, upper.theta
         )
         phi = phi_all(w)  # (R, L)
-        # deterministic even-odd swaps: pairs (i, i+1) with i of the iteration's parity
-        d_lam = ladder[1:] - ladder[:-1]
-        log_a = d_lam * (phi[:, 1:] - phi[:, :-1])
-        swap_prob = jnp.where(jnp.isnan(log_a), 0.0, jnp.exp(jnp.minimum(0.0, log_a)))
-        active = (jnp.arange(L - 1) % 2) == (it % 2)
-        do = active & (jax.random.uniform(k_swap, (R, L - 1)) < swap_prob)
-        no = jnp.zeros((R, 1), dtype=bool)
-        perm = (
-            jnp.arange(L)
-            + jnp.concatenate([do, no], axis=1).astype(jnp.int32)
-            - jnp.concatenate([no, do], axis=1).astype(jnp.int32)
-        )
-
-        def permute(a):
-            index = perm.reshape(perm.shape + (1,) * (a.ndim - 2))
-            return jnp.take_along_axis(a, index, axis=1)
-
+        perm, swap_prob = even_odd_swaps(k_swap, it, ladder, phi)
+        permute = partial(permute_rungs, perm)
         w, phi, labels = permute(w), permute(phi), permute(labels)
         theta = jax.tree_util.tree_map(permute, theta)
         moved = jax.vmap(

@@ -71,7 +71,9 @@ from .tempering import (
     CHUNK,
     TemperingRun,
     estimate_from_run,
+    even_odd_swaps,
     initial_ladder,
+    permute_rungs,
     replace_ladder,
     round_trips,
 )
@@ -322,19 +324,8 @@ def _programs(target, n_leapfrog: int):
         u = jnp.concatenate([u0[:, None], up], axis=1)
         k = jnp.concatenate([k0[:, None], kp], axis=1)
         phi = phi_all(ref, u)
-        d_lam = ladder[1:] - ladder[:-1]
-        log_a = d_lam * (phi[:, 1:] - phi[:, :-1])
-        swap_prob = jnp.where(jnp.isnan(log_a), 0.0, jnp.exp(jnp.minimum(0.0, log_a)))
-        active = (jnp.arange(L - 1) % 2) == (it % 2)
-        do = active & (jax.random.uniform(k_swap, (R, L - 1)) < swap_prob)
-        no = jnp.zeros((R, 1), dtype=bool)
-        perm = (
-            jnp.arange(L)
-            + jnp.concatenate([do, no], axis=1).astype(jnp.int32)
-            - jnp.concatenate([no, do], axis=1).astype(jnp.int32)
-        )
-        u = jnp.take_along_axis(u, perm[..., None], axis=1)
-        phi, k, labels = (jnp.take_along_axis(a, perm, axis=1) for a in (phi, k, labels))
+        perm, swap_prob = even_odd_swaps(k_swap, it, ladder, phi)
+        u, phi, k, labels = (permute_rungs(perm, a) for a in (u, phi, k, labels))
         moved = jax.vmap(
             jax.vmap(hmc.dual_averaging_update, in_axes=(0, 0, None)), in_axes=(0, 0, None)
         )(da, acc, consts["target_accept"])
