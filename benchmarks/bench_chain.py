@@ -122,15 +122,16 @@ def floor_step_cpu(model: MarginalModel, batch: int, repeats: int = 3000) -> flo
     w0, theta0 = model.start_points(batch, np.random.default_rng(0))
     lam = jnp.linspace(1.0 / batch, 1.0, batch)
 
-    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
-    def loop(w, theta):
-        def step(i, w):
-            return w - 1e-12 * hmc.in_groups(grad, group, lam, theta, w)
-
-        return jax.lax.fori_loop(0, repeats, step, w)
-
     w, theta = jnp.asarray(w0), jax.tree_util.tree_map(jnp.asarray, theta0)
     group = hmc.chains_per_group(model.potential, lam, theta, w, 0)
+
+    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
+    def loop(w, theta):
+        def chains(lam, theta, w):  # a group's whole loop at a time, as the sampler's trajectories
+            return jax.lax.fori_loop(0, repeats, lambda i, w: w - 1e-12 * grad(lam, theta, w), w)
+
+        return hmc.in_groups(chains, group, lam, theta, w)
+
     loop(w, theta).block_until_ready()
     start = time.process_time()
     loop(w, theta).block_until_ready()

@@ -203,10 +203,13 @@ def transition(
 
 
 GROUP_BYTES = 5_000_000
-"""Bytes of arrays a group of chains may make in one gradient (``chains_per_group``): the
-size of group whose per-network gradient was the cheapest measured. Robot arm, H = 24,
-72 chains of the chaining batch (``benchmarks/bench_chain.py --groups``): one gradient of
-one chain makes 566 kB of arrays (before XLA fuses them), so 8 chains a group."""
+"""Bytes of arrays a group of chains may make in one gradient (``chains_per_group``). One
+gradient of one chain of the robot arm's chaining potential at H = 24 makes 566 kB of arrays
+(before XLA fuses them), so 8 chains a group. The 72 chains of chaining's batch at H = 24 (18
+links x 4 replicates), CPU per network gradient in the sampler (Gibbs step, 300 leapfrog
+steps a trajectory; ``python benchmarks/bench_chain.py --replicates 4 --groups 1 4 8 18 36
+--groups-only``, 2-core machine under load): 20.2 us in groups of 1, 21.0 of 4, 22.0 of 8,
+23.3 of 18, 24.5 of 36, 28.8 all 72 at once."""
 
 
 def _array_bytes(jaxpr) -> int:
