@@ -136,3 +136,29 @@ def test_valley_tempering_settings_are_checked_with_the_key_named():
 
     with pytest.raises(SettingsError, match="'valley_tempering' has no key 'rung'"):
         get_method("chaining").settings({"valley_tempering": {"rung": 3}})
+
+
+def test_the_prior_component_is_folded_into_the_domain_with_its_share():
+    """With ``prior_share`` the prior is the reference's last component: its draws are moved
+    to their image in C (all canonical), its share of the draws is prior_share / P (its
+    fold probability is 1), and its log density is the folded prior's."""
+    spec = _spec(2)
+    n = _n_weights(spec)
+    rng = np.random.default_rng(2)
+    centres = np.abs(rng.standard_normal((2, n))) + 1.0
+    ref = vt.build_reference(spec, centres, np.stack([0.3 * np.eye(n)] * 2), [0.0, 0.0], 0.2)
+    assert list(ref.valleys) == [0, 1, -1]
+    assert np.exp(ref.log_weights).sum() == pytest.approx(1.0)
+    assert np.exp(ref.log_weights[-1]) == pytest.approx(0.2)
+
+    def prior(m, gen):
+        return gen.standard_normal((m, n)) * 2.0, None
+
+    u, k = vt.sample_reference(spec, ref, 3000, rng, prior)
+    canon = np.asarray(vt._canonical_program(spec)(jnp.asarray(u)))
+    np.testing.assert_array_equal(canon, u)
+    p, _, share = vt.fold_probability(spec, ref, 20000, rng)
+    assert share[-1] == 1.0
+    expected = 0.2 / p
+    got = np.mean(k == 2)
+    assert abs(got - expected) < 4 * np.sqrt(expected * (1 - expected) / len(k)), (got, expected)

@@ -101,6 +101,10 @@ class ValleyTemperingSettings:
     weight_floor: float = 0.05  # share of the reference spread evenly over the valleys
     max_components: int = 48  # at most this many valleys, the heaviest by Laplace mass
     prune: bool = True  # drop valleys the upper half of the ladder never visits (burn-in)
+    # the prior's share of the reference (a defensive component, Hesterberg 1995): ln r stays
+    # above ln(prior_share) + ln prior, so that phi' is bounded below where the posterior
+    # reaches beyond every valley's Gaussian (0: valleys only)
+    prior_share: float = 0.05
     fold_draws: int = 20000  # draws per valley estimating P(c_k + L_k x in C)
     min_swap_accept: float = 0.1
     min_round_trips: float = 2.0
@@ -116,6 +120,8 @@ class ValleyTemperingSettings:
                 raise ValueError(f"valley tempering setting {key!r} must be >= 1")
         if self.rungs < 3 or self.replicates < 2:
             raise ValueError("valley tempering needs rungs >= 3 and replicates >= 2")
+        if not 0 <= self.prior_share < 1:
+            raise ValueError("valley tempering setting 'prior_share' must be in [0, 1)")
         if not 0 < self.weight_floor <= 1:
             raise ValueError("valley tempering setting 'weight_floor' must be in (0, 1]")
         self.search_settings().validate()
@@ -140,10 +146,12 @@ class Reference:
     inverses: np.ndarray  # (K, W, W) L_k^-1
     log_det: np.ndarray  # (K,) ln |det L_k|
     log_weights: np.ndarray  # (K,) ln pi_k
-    valleys: np.ndarray  # (K,) the index of each component's valley among those searched
+    valleys: np.ndarray  # (K,) the index of each component's valley searched; -1: the prior
 
     def arrays(self) -> dict:
-        return {k: jnp.asarray(v) for k, v in self.__dict__.items() if k != "valleys"}
+        out = {k: jnp.asarray(v) for k, v in self.__dict__.items() if k != "valleys"}
+        out["is_prior"] = jnp.asarray(self.valleys < 0)
+        return out
 
     def with_weights(self, log_weights: np.ndarray) -> Reference:
         lw = np.asarray(log_weights, dtype=float)
@@ -189,14 +197,25 @@ def signed_permutation(spec, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return index, sign
 
 
-def build_reference(spec, centres, factors, log_weights) -> Reference:
+def build_reference(spec, centres, factors, log_weights, prior_share: float = 0.0) -> Reference:
+    """The mixture over the valleys' Gaussians moved into C, weights from ``log_weights``;
+    with ``prior_share`` > 0 the prior (folded into C) as a last component of that weight,
+    its HMC frame the unit one."""
     folded = [fold(spec, c, f) for c, f in zip(centres, factors, strict=True)]
     c = np.stack([a for a, _ in folded])
     f = np.stack([b for _, b in folded])
+    valleys = np.arange(len(c))
+    lw = np.asarray(log_weights, dtype=float)
+    lw = lw - np.logaddexp.reduce(lw)
+    if prior_share > 0:
+        n = c.shape[1]
+        c = np.concatenate([c, np.zeros((1, n))])
+        f = np.concatenate([f, np.eye(n)[None]])
+        valleys = np.append(valleys, -1)
+        lw = np.append(lw + np.log1p(-prior_share), np.log(prior_share))
     inv = np.linalg.inv(f)
     log_det = np.linalg.slogdet(f)[1]
-    lw = np.asarray(log_weights, dtype=float)
-    return Reference(c, f, inv, log_det, lw - np.logaddexp.reduce(lw), np.arange(len(c)))
+    return Reference(c, f, inv, log_det, lw, valleys)
 
 
 def _in_domain(spec):
@@ -206,11 +225,13 @@ def _in_domain(spec):
     return lambda u: jnp.all(canonical_units(spec, u) == u)
 
 
-def _log_components(ref: dict, u):
-    """ln pi_k + ln N(u; c_k, L_k L_k^T), (K,)."""
+def _log_components(ref: dict, u, log_prior_folded):
+    """ln pi_k + ln N(u; c_k, L_k L_k^T), (K,); the prior's component ln pi_K + ln |G| +
+    ln prior(u) (the prior folded into C) where ``is_prior``."""
     z = jnp.einsum("kij,kj->ki", ref["inverses"], u[None, :] - ref["centres"])
     n = u.shape[0]
-    return ref["log_weights"] - 0.5 * jnp.sum(z * z, axis=1) - ref["log_det"] - 0.5 * n * LOG_2PI
+    gauss = -0.5 * jnp.sum(z * z, axis=1) - ref["log_det"] - 0.5 * n * LOG_2PI
+    return ref["log_weights"] + jnp.where(ref["is_prior"], log_prior_folded(u), gauss)
 
 
 def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator):
@@ -218,7 +239,10 @@ def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator)
     s.e. of ln P (binomial)."""
     inside = _inside_program(spec)
     share = []
-    for c, f in zip(ref.centres, ref.factors, strict=True):
+    for c, f, v in zip(ref.centres, ref.factors, ref.valleys, strict=True):
+        if v < 0:  # the prior folded into C lies in C
+            share.append(1.0)
+            continue
         u = c + rng.standard_normal((draws, len(c))) @ f.T
         share.append(float(np.mean(np.asarray(inside(jnp.asarray(u))))))
     share = np.asarray(share)
@@ -228,8 +252,9 @@ def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator)
     return p, (math.sqrt(var) / p if p > 0 else float("inf")), share
 
 
-def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator):
-    """n exact draws (u, k) from r restricted to C (rejection: draws outside C are redrawn)."""
+def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator, prior=None):
+    """n exact draws (u, k) from r restricted to C (rejection: Gaussian draws outside C are
+    redrawn; the prior's draws, ``prior(m, rng)``, are moved to their image in C)."""
     inside = _inside_program(spec)
     pi = np.exp(ref.log_weights)
     out_u, out_k, have = [], [], 0
@@ -238,6 +263,10 @@ def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator):
         k = rng.choice(len(pi), size=m, p=pi / pi.sum())
         x = rng.standard_normal((m, ref.centres.shape[1]))
         u = ref.centres[k] + np.einsum("mij,mj->mi", ref.factors[k], x)
+        from_prior = ref.valleys[k] < 0
+        if from_prior.any():
+            u[from_prior] = np.asarray(_canonical_program(spec)(
+                jnp.asarray(prior(int(from_prior.sum()), rng)[0])))  # fmt: skip
         ok = np.asarray(inside(jnp.asarray(u)))
         out_u.append(u[ok])
         out_k.append(k[ok])
@@ -246,6 +275,18 @@ def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator):
 
 
 _INSIDE: dict = {}
+
+
+def _canonical_program(spec):
+    """The jitted, vmapped ``canonical_units`` of an architecture."""
+    key = ("canonical", None if spec is None else (spec.n_inputs, spec.n_hidden,
+                                                     spec.n_outputs, spec.activation))  # fmt: skip
+    if key not in _INSIDE:
+        _INSIDE[key] = jax.jit(jax.vmap(
+            (lambda u: u) if spec is None or spec.n_hidden == 0
+            else (lambda u: canonical_units(spec, u))
+        ))  # fmt: skip
+    return _INSIDE[key]
 
 
 def _inside_program(spec):
@@ -271,14 +312,19 @@ def _programs(target, n_leapfrog: int):
     inside = _in_domain(spec)
     log_group = math.log(valley_search.group_order(spec))
 
+    def log_prior_folded(u):
+        return log_group - target.prior_energy_one(u)
+
+    components = partial(_log_components, log_prior_folded=log_prior_folded)
+
     def phi_prime(ref, u):
-        value = energy(u) - log_group + jax.scipy.special.logsumexp(_log_components(ref, u))
+        value = energy(u) - log_group + jax.scipy.special.logsumexp(components(ref, u))
         return jnp.nan_to_num(value, nan=jnp.inf)
 
     def move(key, u, k, lam, step, ref, consts):
         """Gibbs label, HMC in the label's whitened coordinates, valley jump (module doc)."""
         k_lab, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 6)
-        k = jax.random.categorical(k_lab, _log_components(ref, u))
+        k = jax.random.categorical(k_lab, components(ref, u))
         c, f, inv = ref["centres"][k], ref["factors"][k], ref["inverses"][k]
 
         def potential(x, c=c, f=f, kk=k):
@@ -353,6 +399,18 @@ class ValleyTemperingRun:
     top_labels: np.ndarray  # (S, R) the lambda = 1 rung's valley labels
 
 
+def _adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
+    """The valleys' weights from their lambda = 1 occupancy, ``weight_floor`` spread evenly
+    over them; the prior's component keeps its ``prior_share``."""
+    valley = ref.valleys >= 0
+    occ = np.where(valley, occupancy, 0.0)
+    occ = occ / occ.sum() if occ.sum() > 0 else valley / valley.sum()
+    weights = (1.0 - s.weight_floor) * occ + s.weight_floor * valley / valley.sum()
+    if (~valley).any():
+        weights = np.where(valley, (1.0 - s.prior_share) * weights, s.prior_share)
+    return weights
+
+
 def run_valley_tempering(
     target, reference: Reference, settings: ValleyTemperingSettings, rng, log=None
 ) -> ValleyTemperingRun:
@@ -362,7 +420,8 @@ def run_valley_tempering(
     R, L, K = s.replicates, s.rungs, len(reference.log_weights)
     run = _programs(target, int(s.leapfrog))
     ladder = initial_ladder(L, s.ladder_power)
-    u, k = sample_reference(spec, reference, R * L, rng)
+    prior = target.sample_prior
+    u, k = sample_reference(spec, reference, R * L, rng, prior)
     carry = [
         jnp.asarray(u.reshape(R, L, -1)), jnp.asarray(k.reshape(R, L)),
         jnp.tile(jnp.arange(L, dtype=jnp.int32), (R, 1)), None,
@@ -376,7 +435,7 @@ def run_valley_tempering(
         arrays, records = ref.arrays(), []
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
-            u0, k0 = sample_reference(spec, ref, m * R, rng)
+            u0, k0 = sample_reference(spec, ref, m * R, rng, prior)
             xs = (jnp.arange(it, it + m), jnp.asarray(u0.reshape(m, R, -1)),
                   jnp.asarray(k0.reshape(m, R)))  # fmt: skip
             it += m
@@ -397,10 +456,9 @@ def run_valley_tempering(
             ladder = replace_ladder(ladder, 1.0 - swap, s.ladder_power, s.ladder_floor)
         labels_k = rec[6][half:]  # (T, R, L)
         occupancy = np.bincount(labels_k[..., -1].ravel(), minlength=K) / labels_k[..., -1].size
-        weights = (1.0 - s.weight_floor) * occupancy + s.weight_floor / K
-        reference = reference.with_weights(np.log(weights))
+        reference = reference.with_weights(np.log(_adapted_weights(reference, occupancy, s)))
         upper = np.bincount(labels_k[..., L // 2 :].ravel(), minlength=K)
-        keep = np.flatnonzero(upper > 0)
+        keep = np.flatnonzero((upper > 0) | (reference.valleys < 0))  # the prior stays
         if s.prune and 0 < len(keep) < K:
             # valleys no state of the upper half of the ladder visited: out of the mixture
             labels_now = np.asarray(carry[1])
@@ -418,7 +476,7 @@ def run_valley_tempering(
         carry[3] = jax.vmap(jax.vmap(hmc.dual_averaging_init))(carry[4])
     carry, rec = sweep(carry, int(s.samples), False, reference)
     phi, swap_prob, labels_t, accept, divergent, jumped, all_k, top_u = rec
-    top_k = reference.valleys[all_k[..., -1]]  # as indices of the valleys searched
+    top_k = reference.valleys[all_k[..., -1]]  # as indices of the valleys searched (-1: prior)
     p, p_se, share = fold_probability(spec, reference, s.fold_draws, rng)
     swap = swap_prob.mean(axis=(0, 1))
     grads, _ = cost(s)
@@ -457,14 +515,15 @@ def search(target, settings: ValleyTemperingSettings, rng, log=None):
     lw = np.maximum(lw, lw.max() - 30.0)  # Laplace masses are nats off: start no valley shut
     if log is not None:
         log(f"valley tempering: {len(found)} valleys as the reference ({len(w)} starts)")
-    ref = build_reference(spec, centres, factors, lw)
+    ref = build_reference(spec, centres, factors, lw, settings.prior_share)
     return ref, found, n_lbfgs + vs.starts * vs.newton_iter + n_pilot
 
 
 def _per_valley(ref: Reference, values: np.ndarray, n: int, fill: float) -> np.ndarray:
     """A value per valley searched from one per component kept (``fill`` for the pruned)."""
     out = np.full(n, fill)
-    out[ref.valleys] = values
+    valley = ref.valleys >= 0
+    out[ref.valleys[valley]] = np.asarray(values)[valley]
     return out
 
 
@@ -501,7 +560,8 @@ def estimate_and_run(
     vs = settings.search_settings()
     # coverage: the posterior share (lambda = 1 occupancy) of valleys that only the last
     # starts found; a large one says more starts would find more mass
-    occupancy = np.bincount(res.top_labels.ravel(), minlength=len(found)) / res.top_labels.size
+    top = res.top_labels.ravel()
+    occupancy = np.bincount(top[top >= 0], minlength=len(found)) / top.size
     cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
     new = np.array([v.first_hit >= cut for v in found])
     n_new, new_share = int(new.sum()), float(occupancy[new].sum())
@@ -511,7 +571,8 @@ def estimate_and_run(
         log_fold_se=res.log_fold_se,
         fold_share=_per_valley(res.reference, res.fold_share, len(found), np.nan),
         n_components=len(found),
-        n_kept_components=len(res.reference.valleys),
+        n_kept_components=int(np.sum(res.reference.valleys >= 0)),
+        prior_occupancy=float(np.mean(top < 0)),
         reference_weights=_per_valley(
             res.reference, np.exp(res.reference.log_weights), len(found), 0.0
         ),
