@@ -91,7 +91,8 @@ def merge_spec_file(experiment):
     """The spec of an experiment's cells that its merge checks every cell file against
     (``bnnsweep merge --spec``: a file that holds another cell is not merged). Named apart
     from the batches' specs: an experiment fitted in one batch has the same spec text, and
-    a shared (temporary) file written again for a redrawn figure made its batch job rerun."""
+    a shared (temporary) file written again for a redrawn figure made its batch job rerun.
+    """
     return cells_spec_file(
         [c for c in CELLS.values() if c.experiment == experiment], prefix="merge-"
     )
