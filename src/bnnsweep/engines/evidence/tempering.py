@@ -239,6 +239,26 @@ class TemperingRun:
     barrier: float  # the global communication barrier sum_i r_i of the final ladder
     n_grad_evals: int
 
+    @classmethod
+    def from_records(
+        cls, ladder, phi, swap_prob, labels, accept, divergent, step_size, top, n_grad_evals: int
+    ) -> TemperingRun:
+        """The kept iterations' records of a compiled run, (S, R, L) or (S, R, L - 1) each, as
+        a run: phi per rung, swap and HMC acceptance averaged, round trips counted."""
+        swap = swap_prob.mean(axis=(0, 1))
+        return cls(
+            ladder=ladder,
+            phi=np.transpose(phi, (2, 1, 0)),
+            swap_accept=swap,
+            hmc_accept=accept.mean(axis=(0, 1)),
+            divergent=divergent.sum(axis=(0, 1)),
+            step_size=np.asarray(step_size),
+            round_trips=round_trips(labels),
+            posterior_samples=top,
+            barrier=float(np.sum(1.0 - swap)),
+            n_grad_evals=int(n_grad_evals),
+        )
+
 
 def _draws(target, n_iter: int, R: int, rng: np.random.Generator):
     w, theta = target.sample_prior(n_iter * R, rng)
@@ -308,22 +328,14 @@ def run_tempering(
         carry = (*carry[:3], jax.vmap(jax.vmap(hmc.dual_averaging_init))(carry[4]), *carry[4:])
     carry, rec = sweep(carry, int(s.samples), False)
     phi, swap_prob, labels_t, accept, divergent, top = rec
-    swap = swap_prob.mean(axis=(0, 1))
     grads, _ = cost(s)
-    if log is not None:
-        log(f"  tempering kept {s.samples} iterations: swap acceptance min {swap.min():.2f}")
-    return TemperingRun(
-        ladder=ladder,
-        phi=np.transpose(phi, (2, 1, 0)),
-        swap_accept=swap,
-        hmc_accept=accept.mean(axis=(0, 1)),
-        divergent=divergent.sum(axis=(0, 1)),
-        step_size=np.asarray(carry[4]),
-        round_trips=round_trips(labels_t),
-        posterior_samples=top,
-        barrier=float(np.sum(1.0 - swap)),
-        n_grad_evals=int(grads),
+    out = TemperingRun.from_records(
+        ladder, phi, swap_prob, labels_t, accept, divergent, carry[4], top, grads
     )
+    if log is not None:
+        log(f"  tempering kept {s.samples} iterations: swap acceptance min "
+            f"{out.swap_accept.min():.2f}")  # fmt: skip
+    return out
 
 
 def _thinned_ti(ladder: np.ndarray, phi: np.ndarray) -> float:

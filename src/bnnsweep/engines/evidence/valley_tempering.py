@@ -75,7 +75,6 @@ from .tempering import (
     initial_ladder,
     permute_rungs,
     replace_ladder,
-    round_trips,
 )
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -478,19 +477,9 @@ def run_valley_tempering(
     phi, swap_prob, labels_t, accept, divergent, jumped, all_k, top_u = rec
     top_k = reference.valleys[all_k[..., -1]]  # as indices of the valleys searched (-1: prior)
     p, p_se, share = fold_probability(spec, reference, s.fold_draws, rng)
-    swap = swap_prob.mean(axis=(0, 1))
     grads, _ = cost(s)
-    tempering_run = TemperingRun(
-        ladder=ladder,
-        phi=np.transpose(phi, (2, 1, 0)),
-        swap_accept=swap,
-        hmc_accept=accept.mean(axis=(0, 1)),
-        divergent=divergent.sum(axis=(0, 1)),
-        step_size=np.asarray(carry[4]),
-        round_trips=round_trips(labels_t),
-        posterior_samples=top_u,
-        barrier=float(np.sum(1.0 - swap)),
-        n_grad_evals=int(grads),
+    tempering_run = TemperingRun.from_records(
+        ladder, phi, swap_prob, labels_t, accept, divergent, carry[4], top_u, grads
     )
     return ValleyTemperingRun(
         tempering_run, reference, math.log(p) if p > 0 else -math.inf, p_se, share,
