@@ -357,6 +357,22 @@ def mixture_target_merged_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def gaussian_fits_merged_path(tmp_path_factory):
+    """Paper 002 fig. 1: ``gaussian_fits`` on two_weight_toy (a coarser grid), merged."""
+    from bnnsweep.results import merge_cells, write_netcdf_atomic
+    from bnnsweep.runner import fit_cell_to_file
+    from bnnsweep.sweeps.sweep import Cell
+
+    tmp = tmp_path_factory.mktemp("gaussian_fits")
+    settings = {"grid_points": 401}
+    cell = Cell("fig1", "two_weight_toy", "default", "gaussian_fits", "gaussian_fits", 0, (),
+                settings)  # fmt: skip
+    path = fit_cell_to_file(cell, tmp / "0.nc", **QUIET)
+    write_netcdf_atomic(merge_cells([path]), tmp / "merged.nc")
+    return tmp / "merged.nc"
+
+
+@pytest.fixture(scope="session")
 def posterior_slices_merged_path(tmp_path_factory):
     """Thesis figs. 5.4-5.5: ``posterior_slices`` on toy_sine_gap at a test's size (3 hidden
     units, one restart, a mixture of 3 after two short sweeps), one seed, merged."""

@@ -41,7 +41,7 @@ DATASET = {
 
 
 # regression methods without a network (no sweep axis): the settings of a tiny cell
-NO_AXES = {"least_squares": {"degree": 2}}
+NO_AXES = {"least_squares": {"degree": 2}, "gaussian_fits": {"grid_points": 201}}
 
 # methods of the thesis's other models (no network, no test predictions: likelihood
 # "none"): (dataset, split, axes, settings) of a tiny cell

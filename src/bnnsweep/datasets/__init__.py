@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (registration)
     thesis_ch1,
     timeseries,
     toy_nrd,
+    two_weight_toy,
     uci,
 )
 from .base import DataFileError, Dataset, DatasetError, Split

@@ -76,6 +76,9 @@
 ``mixture_target``
     thesis fig. 5.6: a two-component diagonal mixture fitted by the mutual-information bound
     to a correlated Gaussian (method ``vi_mixture_target``), contours and KL per seed
+``gaussian_fits``
+    paper 002 fig. 1: the posterior of a two-weight network with its Laplace and minimum-KL
+    (diagonal, full) Gaussian fits and their KL divergences (method ``gaussian_fits``)
 ``ltu_error_table``
     linear threshold units: average and best test-error counts over the grid, the
     validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
@@ -120,6 +123,7 @@ from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
 from .evidence_committee import committee_markdown, evidence_committee
 from .evidence_vs_error import evidence_vs_error
+from .gaussian_fits import gaussian_fits
 from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
 from .laplace_slices import laplace_slices
 from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
@@ -175,6 +179,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "mixture_target": (mixture_target, ".png"),
     "laplace_slices": (laplace_slices, ".png"),
     "mixture_slices": (mixture_slices, ".png"),
+    "gaussian_fits": (gaussian_fits, ".png"),
 }
 
 MARKDOWN = {
@@ -202,6 +207,7 @@ __all__ = [
     "error_table",
     "evidence_committee",
     "evidence_vs_error",
+    "gaussian_fits",
     "ica_alpha",
     "ica_alpha_rounds",
     "ica_bound_trace",
