@@ -30,8 +30,8 @@ from bnnsweep import datasets, runner
 from bnnsweep.cells.file_seal import seal_problem
 from bnnsweep.cells.reader import read_any
 from bnnsweep.results import merge_cells, write_netcdf_atomic
-from bnnsweep.sweeps.result_check import cell_states
-from bnnsweep.sweeps.sweep import Cell, batch_spec, cell_index
+from bnnsweep.sweeps.result_check import cell_states, spec_expectations
+from bnnsweep.sweeps.sweep import Cell, batch_spec, cell_index, read_batch_spec
 
 SEQUENCES = int(os.environ.get("FAULT_SEQUENCES", "200"))
 SETTINGS = {"hidden": 0, "grid": 21}
@@ -76,8 +76,9 @@ def sweep(root: Path) -> set[str]:
         runner.fit_batch(batch_spec(CELLS, False, str(root), True), log=log)
         incomplete.unlink()
     merged = root / "f" / "merged.nc"
-    if fitted or not merged.is_file():
-        write_netcdf_atomic(merge_cells(paths(root)), merged)
+    if fitted or not merged.is_file():  # every cell judged as the workflow's merge judges it
+        entries = read_batch_spec(batch_spec(CELLS, False, str(root), True), "merge spec")[2]
+        write_netcdf_atomic(merge_cells(expected=spec_expectations(entries)), merged)
     return fitted
 
 

@@ -5,14 +5,19 @@ written (issue 36: a cell copied over another was merged silently)."""
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import xarray as xr
 
 from bnnsweep import cli, datasets, runner
-from bnnsweep.results import merge_cells
-from bnnsweep.sweeps.sweep import Cell, batch_spec, spec_text
+from bnnsweep.cells import reader
+from bnnsweep.cells.atomic_file import write_atomic
+from bnnsweep.cells.file_seal import KEY_SIZE, SEAL_SIZE, seal_problem, sealed_key
+from bnnsweep.results import StaleCells, merge_cells
+from bnnsweep.sweeps.result_check import cell_state, spec_expectations
+from bnnsweep.sweeps.sweep import Cell, batch_spec, read_batch_spec, spec_text
 
 SETTINGS = {"hidden": 0, "grid": 21}
 
@@ -32,6 +37,15 @@ def fitted(tmp_path_factory):
     spec = batch_spec(cells(), False, str(root), True)
     runner.fit_batch(spec, log=lambda *_: None)
     return root, spec
+
+
+@pytest.fixture(scope="module")
+def other_cell(fitted, tmp_path_factory) -> Path:
+    """An intact file of a cell outside the spec: seed 1 with other settings."""
+    root, _ = fitted
+    cell = cells({**SETTINGS, "grid": 31})[1]
+    content = runner.fit_cell(cell, root / "data" / "toy_sine.nc", lambda *_: None)
+    return runner.write_result(content, tmp_path_factory.mktemp("other") / "other.nc")
 
 
 def write_spec(tmp_path: Path, spec: dict) -> Path:
@@ -74,5 +88,83 @@ def test_a_cell_file_holding_another_cell_is_not_merged(fitted, tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
-    assert "do not hold the config's cell" in err and str(files[1]) in err
+    assert "do not hold the cell asked for, not merged" in err and str(files[1]) in err
     assert not out.exists()
+
+
+# --- the merge judges every file by result_check.judge_cell --------------------------------
+
+
+def expectations(spec: dict) -> dict:
+    return spec_expectations(read_batch_spec(spec, "spec")[2], True)
+
+
+def test_the_merge_judges_each_file_as_the_workflow_does(fitted, tmp_path):
+    """``merge_cells`` given the config's cells refuses, naming it, a file that the
+    workflow's DAG and ``bnnsweep check`` call stale (``result_check.cell_state``): another
+    cell's file, one fitted by other code, one fitted on other data; the current ones it
+    merges."""
+    root, spec = fitted
+    expected = expectations(spec)
+    first, second = expected
+    assert merge_cells(expected=expected).sizes["run"] == 2
+    foreign = tmp_path / "foreign.nc"
+    shutil.copy(first, foreign)  # seed 0's file where seed 1's is asked for
+    cases = {
+        "another cell": ({first: expected[first], str(foreign): expected[second]}, str(foreign)),
+        "other code": (
+            {first: replace(expected[first], code="1" * 16), second: expected[second]},
+            first,
+        ),
+        "other data": (
+            {first: replace(expected[first], data="0" * 63 + "1"), second: expected[second]},
+            first,
+        ),
+    }
+    for case, (judged, stale) in cases.items():
+        e = judged[stale]
+        assert cell_state(stale, e.cell, e.data, e.code)[0] == "stale", case
+        with pytest.raises(StaleCells, match="not merged") as err:
+            merge_cells(expected=judged)
+        assert list(err.value.stale) == [stale], case
+
+
+def test_a_file_without_a_cell_key_is_not_merged(fitted, other_cell, tmp_path):
+    """An intact, sealed cell file that records no key (what an older bnnsweep wrote, or a
+    file that is no cell) is not merged from a list of paths either: one line naming it."""
+    root, spec = fitted
+    good = Path(spec["cells"][0]["output"])
+    keyless = tmp_path / "keyless.nc"
+    content = other_cell.read_bytes()[: -(SEAL_SIZE + KEY_SIZE)]  # seal and key off
+    write_atomic(keyless, lambda tmp: Path(tmp).write_bytes(content), sealed=True)
+    assert seal_problem(keyless) is None and sealed_key(keyless) is None
+    out = tmp_path / "merged.nc"
+    code = cli.main(["merge", str(good), str(keyless), "--output", str(out)])
+    assert code == 2 and not out.exists()
+    with pytest.raises(StaleCells, match="records no cell key") as err:
+        merge_cells([good, keyless])
+    assert list(err.value.stale) == [str(keyless)]
+
+
+def test_a_file_replaced_after_it_was_judged_is_not_merged(
+    fitted, other_cell, tmp_path, monkeypatch
+):
+    """The merge holds what it parses to the key it judged: a cell file replaced by another
+    intact cell's between the judgement and the read (the other run of a shared results
+    directory, a user's copy) is refused, not merged as the cell asked for."""
+    root, spec = fitted
+    copy = tmp_path / "results"
+    shutil.copytree(root, copy)
+    spec = relocated(spec, root, copy)
+    files = [Path(e["output"]) for e in spec["cells"]]
+    read = reader.read_any
+
+    def replaced_then_read(path):
+        if Path(path) == files[1]:  # seed 1's file replaced after the judgement
+            shutil.copy(other_cell, files[1])
+        return read(path)
+
+    monkeypatch.setattr(reader, "read_any", replaced_then_read)
+    out = tmp_path / "merged.nc"
+    code = cli.main(["merge", "--spec", str(write_spec(tmp_path, spec)), "--output", str(out)])
+    assert code == 2 and not out.exists()

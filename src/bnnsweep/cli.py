@@ -172,22 +172,20 @@ def cmd_list(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .results import StaleCells, merge_cells, stale_cells, write_netcdf_atomic
+    from .results import merge_cells, write_netcdf_atomic
+    from .sweeps.result_check import spec_expectations
     from .sweeps.sweep import read_batch_spec
 
     paths = list(args.inputs)
     if args.list_file:
         paths += [p for p in Path(args.list_file).read_text().split() if p]
+    expected = {}
     if args.spec:
         # the config's cells (the workflow's spec of the experiment): each file must hold its
-        # cell, on its data, by its code, or nothing is merged
+        # cell, on its data, by its code (result_check.judge_cell), or nothing is merged
         _, check_code, entries = read_batch_spec(_read_spec(args.spec), args.spec)
-        if stale := stale_cells(entries, check_code):
-            raise StaleCells(stale)
-        paths += [e["output"] for e in entries if e["output"] not in paths]
-    merged = write_netcdf_atomic(
-        merge_cells(paths, quarantine_corrupt=args.quarantine_corrupt), args.output
-    )
+        expected = spec_expectations(entries, check_code)
+    merged = write_netcdf_atomic(merge_cells(paths, args.quarantine_corrupt, expected), args.output)
     # the figures, from the merged file as written, in this same process (the workflow's
     # one job per experiment)
     return _draw_figures(merged, args.draw) if args.draw else 0

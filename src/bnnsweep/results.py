@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -26,7 +27,7 @@ import numpy as np
 
 from . import __version__
 from .cells.atomic_file import write_atomic
-from .cells.checksum import CHECKSUM_ATTR, dataset_checksum
+from .cells.checksum import CHECKSUM_ATTR, cell_key, dataset_checksum
 from .cells.file_seal import seal_problem
 from .cells.writer import CellContent, variable
 from .method_base import FitResult
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
     from .datasets.base import Split
+    from .sweeps.result_check import Expected
 
 UNITS = {
     "log_evidence": ("log marginal likelihood ln p(D | model)", "nats"),
@@ -251,7 +253,8 @@ def cell_summary(content: CellContent) -> str:
 def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write an ``xr.Dataset`` atomically (``atomic_file.write_atomic``), numeric data
     variables with dimensions zlib-compressed, its content's checksum recorded
-    (``cells.checksum``)."""
+    (``cells.checksum``); a cell (its attributes say which) sealed with its key
+    (``checksum.cell_key``), as ``cells.writer.write_cell_atomic`` seals it."""
     ds = ds.copy(deep=False)
     ds.attrs = {k: v for k, v in ds.attrs.items() if k != CHECKSUM_ATTR}
     ds.attrs[CHECKSUM_ATTR] = dataset_checksum(ds)
@@ -261,7 +264,8 @@ def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         if var.dtype.kind in "fiu" and var.ndim > 0
     }
     write = lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)  # noqa: E731
-    return write_atomic(path, write, sealed=True)
+    key = cell_key(ds.attrs) if "cell_json" in ds.attrs else None
+    return write_atomic(path, write, sealed=True, key=key)
 
 
 RUN_COORDS = ("experiment", "dataset", "split", "method", "seed", *AXES)
@@ -370,44 +374,63 @@ class CorruptCells(ValueError):
         super().__init__(f"{len(problems)} corrupt cell file(s), {hint}: " + "; ".join(lines))
 
 
-def stale_cells(entries: list[dict], check_code: bool = True) -> dict[str, str]:
-    """{cell file: why} of the entries of a batch spec (``sweep.read_batch_spec``: each a
-    ``cell``, its ``output`` file and ``data`` file, as the workflow writes one for a merge)
-    whose file is intact but is not the current file of its cell (``result_check.cell_state``:
-    it records another cell, other settings, other data or, with ``check_code``, another
-    code version). Missing and corrupt files are left to ``merge_cells``, which names them."""
-    from .sweeps.result_check import cell_state, data_checksums, expected_code
-
-    sums = data_checksums({e["data"] for e in entries if e.get("data")})
-    out = {}
-    for e in entries:
-        cell = e["cell"]
-        data = sums.get(e.get("data") or "")
-        state, why = cell_state(e["output"], cell, data, expected_code(cell, check_code))
-        if state == "stale":
-            out[e["output"]] = why
-    return out
-
-
 class StaleCells(ValueError):
-    """Intact cell files that do not hold the cells a merge was asked for, one line."""
+    """Intact files that do not hold the cells a merge was asked for (or no cell at all),
+    named in one line."""
 
     def __init__(self, stale: dict[str, str]):
         self.stale = stale
         named = "; ".join(f"{path}: {why}" for path, why in stale.items())
         super().__init__(
-            f"{len(stale)} cell file(s) do not hold the config's cell, not merged ({named}); "
-            "the same sweep command refits them"
+            f"{len(stale)} file(s) do not hold the cell asked for, not merged ({named}); "
+            "the same sweep command refits a config's cells"
         )
 
 
-def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
+def _read_judged(path: str, expected: Expected | None) -> tuple[str, str, tuple | None]:
+    """(state, why, content: ``cells.reader.read_any``) of one cell file for a merge,
+    judged by ``result_check.judge_cell`` against ``expected`` (None: the cell it records)
+    before any parser reads it; then read, and the key of what was read
+    (``checksum.cell_key`` of its attributes) held to the key judged, so that a file
+    replaced in between is not merged."""
+    from .cells.checksum import cell_key
+    from .cells.reader import content_problem, read_any
+    from .sweeps.result_check import judge_cell
+
+    args = (expected.cell, expected.data, expected.code) if expected else (None,)
+    state, why, key = judge_cell(path, *args)
+    if state != "current":
+        return state, why, None
+    try:
+        content = read_any(path)
+    except Exception as err:  # a damaged file fails in any of netCDF4's ways
+        return "corrupt", f"it cannot be read ({err})", None
+    if (why := content_problem(content[0], content[2])) is not None:
+        return "corrupt", why, None
+    try:
+        read_key = cell_key(content[2])
+    except ValueError:
+        read_key = None
+    if read_key != key:
+        return "stale", "what it holds is not the cell its seal records (replaced while read)", None
+    return "current", "", content
+
+
+def merge_cells(
+    paths=(), quarantine_corrupt: bool = False, expected: Mapping[str, Expected] | None = None
+) -> xr.Dataset:
     """Concatenate cell files along ``run``, in ``natural_order`` of their paths; sweep
     coordinates become coordinates of ``run``.
 
-    Every cell is verified against its checksum (``cells.checksum``) first; unreadable or
-    altered cells are all named in one ``CorruptCells`` error, and with
-    ``quarantine_corrupt`` moved aside (``quarantine``) so that the workflow refits them.
+    Every file, those of ``expected`` ({path: ``result_check.Expected``}: the config's
+    cells, ``result_check.spec_expectations``) and ``paths``, is judged first by
+    ``result_check.judge_cell``, the test of what is current that the workflow and
+    ``bnnsweep check`` apply: a file of ``expected`` must be the current file of its cell
+    (its cell, settings, data and code), any other an intact cell file (of the cell it
+    records). Nothing is merged unless every file is: unreadable or altered files are all
+    named in one ``CorruptCells`` error (with ``quarantine_corrupt`` moved aside,
+    ``quarantine``, so that the workflow refits them), stale or foreign ones in one
+    ``StaleCells`` error.
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
     Axes a method does not use hold their 'not applicable' value (``axes.AXES``).
@@ -417,28 +440,28 @@ def merge_cells(paths, quarantine_corrupt: bool = False) -> xr.Dataset:
     """
     import xarray as xr
 
-    from .cells.reader import content_problem, plain_dataset, read_any
+    from .cells.reader import plain_dataset
     from .cells.run_stack import stack_runs
     from .sweeps.result_check import quarantine
 
-    cells, problems = [], {}
-    for path in sorted((str(p) for p in paths), key=natural_order):
-        if not Path(path).is_file():
+    expected = {str(path): e for path, e in (expected or {}).items()}
+    files = [*expected, *(str(p) for p in paths if str(p) not in expected)]
+    cells, problems, stale = [], {}, {}
+    for path in sorted(files, key=natural_order):
+        state, why, content = _read_judged(path, expected.get(path))
+        if state == "missing":
             raise ValueError(f"{path} is not a cell file: no such file")
-        if (why := seal_problem(path)) is not None:  # damaged bytes can hang the HDF5 parser
+        if state == "corrupt":
             problems[path] = why
-            continue
-        try:
-            cell = read_any(path)
-            cells.append((path, cell))
-        except Exception as err:  # a damaged file fails in any of netCDF4's ways
-            problems[path] = f"it cannot be read ({err})"
-            continue
-        if (why := content_problem(cell[0], cell[2])) is not None:
-            problems[path] = why
+        elif state == "stale":
+            stale[path] = why
+        else:
+            cells.append((path, content))
     if problems:
         moved = {p: str(quarantine(p)) for p in problems} if quarantine_corrupt else {}
         raise CorruptCells(problems, moved)
+    if stale:
+        raise StaleCells(stale)
     runs = []
     test_sets: dict[tuple[str, str], xr.Dataset] = {}
     seen: dict[str, str] = {}

@@ -29,39 +29,61 @@ def current_attrs(cell: Cell) -> dict[str, str]:
     }
 
 
-def cell_state(
-    path: str | Path, cell: Cell, data: str | None = None, code: str | None = None
+def key_state(
+    key: str | None, cell: Cell | None, data: str | None = None, code: str | None = None
 ) -> tuple[str, str]:
-    """(state, why) of the file ``path`` for ``cell``, the one test of what is current that
-    the workflow's DAG, ``bnnsweep check`` and ``bnnsweep fit-batch`` share:
-
-    - ``missing``: no such file;
-    - ``corrupt``: its bytes do not match its seal (``file_seal.seal_problem``);
-    - ``stale``: intact, but its key (``checksum.cell_key``) records another cell or
-      other settings, other data than the checksum ``data`` of the prepared dataset (when
-      known) or another code version than ``code`` (when given: ``code_reruns``);
-    - ``current``.
-
-    Reads the file's bytes (to verify the seal) and parses nothing."""
+    """(state, why) of a cell key (``checksum.cell_key``) for ``cell``: ``stale`` when it
+    is no cell key, records another cell or other settings (``cell`` None: any cell will
+    do), other data than the checksum ``data`` (when known) or another code version than
+    ``code`` (when given: ``code_reruns``); else ``current``. Pure: the judgement
+    ``cell_state`` makes of a file's sealed key and the merge of the key of what it read."""
     from ..cells.checksum import identity_digest, parse_cell_key
-    from ..cells.file_seal import seal_problem, sealed_key
 
-    path = Path(path)
-    if not path.is_file():
-        return "missing", "no such file"
-    if (why := seal_problem(path)) is not None:
-        return "corrupt", why
-    key = parse_cell_key(sealed_key(path))
-    if key is None:
+    parsed = parse_cell_key(key)
+    if parsed is None:
         return "stale", "it records no cell key (an older bnnsweep wrote it, or it is no cell)"
-    identity, fitted_on, fitted_by = key
-    if identity != identity_digest(current_attrs(cell)):
+    identity, fitted_on, fitted_by = parsed
+    if cell is not None and identity != identity_digest(current_attrs(cell)):
         return "stale", "it records another cell or other settings"
     if data is not None and fitted_on != data:
         return "stale", "it was fitted on other data than the prepared dataset"
     if code is not None and fitted_by != code:
         return "stale", "another version of its method's code fitted it"
     return "current", ""
+
+
+def judge_cell(
+    path: str | Path, cell: Cell | None, data: str | None = None, code: str | None = None
+) -> tuple[str, str, str | None]:
+    """(state, why, the key judged) of the file ``path`` for ``cell`` (None: the cell it
+    records), the one test of what is current that the workflow's DAG, ``bnnsweep
+    check``, ``bnnsweep fit-batch`` and the merge share:
+
+    - ``missing``: no such file;
+    - ``corrupt``: its bytes do not match its seal (``file_seal.seal_problem``);
+    - ``stale``: intact, but its key (``checksum.cell_key``, sealed after its bytes) is not
+      current for ``cell`` on data ``data`` by code ``code`` (``key_state``);
+    - ``current``.
+
+    Reads the file's bytes (to verify the seal) and parses nothing. The key is returned so
+    that a reader can check that what it parses afterwards is what was judged."""
+    from ..cells.file_seal import seal_problem, sealed_key
+
+    path = Path(path)
+    if not path.is_file():
+        return "missing", "no such file", None
+    key = sealed_key(path)
+    if (why := seal_problem(path)) is not None:
+        return "corrupt", why, None
+    return (*key_state(key, cell, data, code), key)
+
+
+def cell_state(
+    path: str | Path, cell: Cell | None, data: str | None = None, code: str | None = None
+) -> tuple[str, str]:
+    """(state, why) of ``judge_cell``."""
+    state, why, _ = judge_cell(path, cell, data, code)
+    return state, why
 
 
 def expected_code(cell: Cell, check_code: bool = True) -> str | None:
@@ -84,6 +106,30 @@ def data_checksums(paths) -> dict[str, str | None]:
     from ..datasets.store import data_checksum
 
     return {str(p): data_checksum(p) if Path(p).is_file() else None for p in paths}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the current file of a cell records (``judge_cell``'s arguments): its cell, the
+    checksum of its prepared data (None: not judged) and its method's code version (None:
+    ``code_reruns`` off)."""
+
+    cell: Cell
+    data: str | None
+    code: str | None
+
+
+def spec_expectations(entries: Sequence[dict], check_code: bool = True) -> dict[str, Expected]:
+    """{cell file: ``Expected``} of the entries of a batch spec (``sweep.read_batch_spec``:
+    each a ``cell``, its ``output`` file and ``data`` file, as the workflow writes one for
+    a merge), judged against the prepared data files as they are now."""
+    sums = data_checksums({e["data"] for e in entries if e.get("data")})
+    return {
+        str(e["output"]): Expected(
+            e["cell"], sums.get(e.get("data") or ""), expected_code(e["cell"], check_code)
+        )
+        for e in entries
+    }
 
 
 def quarantine(path: str | os.PathLike) -> Path:
