@@ -49,6 +49,7 @@ def method_cells():
 
 # merged files of small real fits, shared by each figure's own tests and test_figure_legends
 from merged_fixtures import (  # noqa: E402, F401
+    adf_activations_merged_path,
     adf_toy_merged,
     adf_yacht_merged,
     bm_digits_merged,

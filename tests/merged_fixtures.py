@@ -373,6 +373,24 @@ def gaussian_fits_merged_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def adf_activations_merged_path(tmp_path_factory):
+    """Paper 004 fig. 1: ``adf_activations`` on adf_activation_grid, two seeds, merged."""
+    from bnnsweep.results import merge_cells, write_netcdf_atomic
+    from bnnsweep.runner import fit_cell_to_file
+    from bnnsweep.sweeps.sweep import Cell
+
+    tmp = tmp_path_factory.mktemp("adf_activations")
+    paths = [
+        fit_cell_to_file(Cell("fig1", "adf_activation_grid", "default", "adf_activations",
+                              "adf_activations", seed, (), {"mc_draws": 2000}),
+                         tmp / f"{seed}.nc", **QUIET)
+        for seed in (0, 1)
+    ]  # fmt: skip
+    write_netcdf_atomic(merge_cells(paths), tmp / "merged.nc")
+    return tmp / "merged.nc"
+
+
+@pytest.fixture(scope="session")
 def posterior_slices_merged_path(tmp_path_factory):
     """Thesis figs. 5.4-5.5: ``posterior_slices`` on toy_sine_gap at a test's size (3 hidden
     units, one restart, a mixture of 3 after two short sweeps), one seed, merged."""

@@ -21,7 +21,10 @@ SMALL_DATASET = {
     "network_ensemble": "bm_random_10",
 }
 """The smallest registered dataset of each task, the one a method's defaults are tried on."""
-FOR_METHOD = {"sbn_vi": {"network_ensemble": "sbn_random_246", "binary_density": "bars_4x4"}}
+FOR_METHOD = {
+    "sbn_vi": {"network_ensemble": "sbn_random_246", "binary_density": "bars_4x4"},
+    "adf_activations": {"analytic": "adf_activation_grid"},
+}
 """Where a task's data differ between models (sigmoid belief units are 0/1 and a random
 net is 50 numbers; a Boltzmann machine's are +-1 and 55), a method's own small dataset."""
 

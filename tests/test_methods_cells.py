@@ -48,6 +48,7 @@ NO_AXES = {"least_squares": {"degree": 2}, "gaussian_fits": {"grid_points": 201}
 OTHER_MODELS = {
     "vb_ica": ("ica_toy", "draw0", (("sources", 2),), {"outer": 2, "inner": 5}),
     "ch1_checks": ("thesis_ch1", "burglary", (), {}),
+    "adf_activations": ("adf_activation_grid", "default", (), {"mc_draws": 1000}),
     "vi_mixture_target": (
         "thesis_ch1",
         "kl_asymmetry",

@@ -39,6 +39,10 @@
 ``adf_error_bars``
     test error and log-likelihood per dataset as bars per ADF method label, mean +- s.d.
     over splits, beside paper 004's printed summary (paper 004 Fig. 2 bottom (b)-(d))
+``adf_expected_activations``
+    paper 004 fig. 1: expected output of sign and rectified linear units against the mean of
+    their Gaussian input, per input variance, with Monte Carlo dots (method
+    ``adf_activations``)
 ``adf_epoch_error``
     test error against epoch for the ADF methods, mean +- s.e. over splits
 ``adf_samples_loglik``, ``adf_softmax_approximation``
@@ -111,6 +115,7 @@ from ..cells.file_seal import seal_problem
 from ..cells.reader import dataset_integrity_problem
 from ..results import with_run_test_data
 from ._common import FIGURE_SUFFIXES, method_palette, save_figure
+from .adf_activations import adf_expected_activations
 from .adf_classification import adf_epoch_error, adf_toy_classification
 from .adf_error_bars import adf_error_bars
 from .adf_softmax import adf_samples_loglik, adf_softmax_approximation
@@ -180,6 +185,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "laplace_slices": (laplace_slices, ".png"),
     "mixture_slices": (mixture_slices, ".png"),
     "gaussian_fits": (gaussian_fits, ".png"),
+    "adf_expected_activations": (adf_expected_activations, ".png"),
 }
 
 MARKDOWN = {
@@ -193,6 +199,7 @@ __all__ = [
     "FIGURES",
     "adf_epoch_error",
     "adf_error_bars",
+    "adf_expected_activations",
     "adf_samples_loglik",
     "adf_softmax_approximation",
     "adf_toy_classification",

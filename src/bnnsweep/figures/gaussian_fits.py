@@ -32,13 +32,21 @@ def _ellipse(mean: np.ndarray, cov: np.ndarray, radius: float) -> np.ndarray:
     return mean[:, None] + radius * np.linalg.cholesky(cov) @ circle
 
 
-def gaussian_fits(ds: xr.Dataset) -> Figure:
+def first_run(ds: xr.Dataset, method: str, variable: str):
+    """(runs of ``method``, the first of them as a Dataset), or None when the merged file has
+    none or lacks ``variable``."""
     runs = runs_frame(ds)
-    runs = runs[runs["method"] == "gaussian_fits"] if "method" in runs else runs
-    if runs.empty or "fit_mean" not in ds:
+    runs = runs[runs["method"] == method] if "method" in runs else runs
+    if runs.empty or variable not in ds:
+        return None
+    return runs, ds.isel(run=int(runs["run"].iloc[0]))
+
+
+def gaussian_fits(ds: xr.Dataset) -> Figure:
+    found = first_run(ds, "gaussian_fits", "fit_mean")
+    if found is None:
         return note_figure("no gaussian_fits runs in this merged file", TITLE)
-    first = int(runs["run"].iloc[0])
-    one = ds.isel(run=first)
+    runs, one = found
     axis = one["plane_axis"].values
     log_p = one["plane_log_posterior"].values
     fits = [str(f) for f in one["fit"].values]
