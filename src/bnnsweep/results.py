@@ -203,7 +203,7 @@ def cell_content(
     coords = {
         axis: getattr(cell, axis) for axis in ("experiment", "dataset", "split", "method", "seed")
     }
-    coords.update(cell.axis_values())
+    coords.update(dict(cell.axes))  # its method's axes only
     coords = {name: variable(value) for name, value in coords.items()}
     coords.update({name: variable(values, (name,)) for name, values in result.coords.items()})
     return CellContent(
@@ -334,6 +334,31 @@ def _run_dataset(data: dict, coords: dict) -> xr.Dataset:
     return xr.Dataset(variables(data), coords=variables(coords))
 
 
+def _not_applicable(axis: str) -> np.ndarray:
+    """An axis's 'not applicable' value as a one-run array of its type."""
+    value = AXES[axis].not_applicable
+    return np.array([value], dtype=object if isinstance(value, str) else np.int64)
+
+
+def with_every_axis(runs: list[tuple[dict, dict]]) -> list[tuple[dict, dict]]:
+    """``_run_variables``' runs, each with every sweep axis some run carries: a run whose
+    method does not have it gets the axis's 'not applicable' value (``axes.AXES``)."""
+    carried = [a for a in AXES if any(a in coords for _, coords in runs)]
+    for _, coords in runs:
+        for axis in carried:
+            if axis not in coords:
+                coords[axis] = (("run",), _not_applicable(axis), {})
+    return runs
+
+
+def with_axes(ds: xr.Dataset, axes) -> xr.Dataset:
+    """``ds`` (along ``run``) with each of ``axes`` it lacks as a ``run`` coordinate holding
+    the axis's 'not applicable' value (``with_every_axis`` for merged files)."""
+    n = ds.sizes.get("run", 0)
+    missing = {a: ("run", np.repeat(_not_applicable(a), n)) for a in axes if a not in ds.coords}
+    return ds.assign_coords(missing) if missing else ds
+
+
 def natural_order(path: str) -> list:
     """Sort key reading each run of digits as a number, so that the runs of a merged file
     come out as h1, h2, ..., h12 and split-2 before split-10, not in character order."""
@@ -433,7 +458,11 @@ def merge_cells(
     ``StaleCells`` error.
 
     ``merged.set_index(run=[...]).unstack('run')`` then gives the labelled hypercube.
-    Axes a method does not use hold their 'not applicable' value (``axes.AXES``).
+    A cell carries the sweep axes of its own method only (``Cell.axes``); the merged file
+    has every axis that some cell carries as a coordinate of ``run`` (an outer join), and
+    a run whose method does not have the axis holds its 'not applicable' value
+    (``axes.AXES``: ``"none"`` for a string axis, ``-1`` for an integer one), so that the
+    coordinates keep their types and the hypercube can be pivoted.
     The test inputs and targets (``x_test``, ``y_test``) are stored once per dataset and
     split, along ``test_set`` (coordinates ``test_set_dataset``, ``test_set_split``); the
     run coordinate ``test_set_index`` points each run at its own (``run_test_data``).
@@ -486,6 +515,7 @@ def merge_cells(
         versions = attrs.get("library_versions", "{}")
     if not runs:
         raise ValueError("no cell files to merge")
+    runs = with_every_axis(runs)
     merged = stack_runs(runs)
     if merged is None:  # a case the numpy stacking leaves to xarray
         merged = concat_runs([_run_dataset(*run) for run in runs])
@@ -592,7 +622,9 @@ def open_results(results_dir: str | os.PathLike = "results") -> Results:
         ds = ds.drop_vars([*per_test_set, "test_set_index"], errors="ignore")
         ds.attrs = {}
         parts.append(ds)
-    combined = concat_runs(parts)
+    # an axis one experiment's methods have and another's do not: 'not applicable' there
+    axes = [a for a in AXES if any(a in part.coords for part in parts)]
+    combined = concat_runs([with_axes(part, axes) for part in parts])
     runs = [
         {name: combined[name].values[i] for name in RUN_COORDS if name in combined.coords}
         for i in range(combined.sizes["run"])
