@@ -19,8 +19,10 @@ TINY = {
                  "hyperpriors": {r: {"shape": 1.0, "rate": 1.0} for r in
                                  ("input_hidden", "hidden_bias", "hidden_output", "output_bias")},
                  "noise_hyperprior": {"shape": 2.0, "rate": 0.1},
-                 "tempering": {"rungs": 6, "replicates": 2, "burn_in": 20, "samples": 20,
-                               "adapt_rounds": 1}},
+                 "valley_tempering": {"rungs": 6, "replicates": 2, "burn_in": 20,
+                                      "samples": 20, "adapt_rounds": 1, "fold_draws": 500,
+                                      "search": {"starts": 4, "start_iter": 100,
+                                                 "newton_iter": 20, "pilot_samples": 10}}},
     "pbp": {"epochs": 2, "activation": "relu"},
     "ebp": {"epochs": 2, "activation": "relu"},
     "vi_gauss": {"restarts": 1, "outer_iter": 3, "max_iter": 20},
@@ -112,7 +114,7 @@ def check_network_cell(method: str, path) -> None:
         assert np.all(np.isfinite(ds.pred_mean.values))
         # closed forms: no gradients
         assert ds.n_grad_evals.item() > 0 or method in ("exact", "least_squares")
-        if method == "chaining":  # the default estimator: parallel tempering along lambda
+        if method == "chaining":  # the default: tempering from the valleys' reference
             assert ds.log_evidence_kind.item() == "chain"
             assert ds.link_lambda.size == 6 and np.isfinite(ds.log_evidence_se.item())
             assert np.isfinite(ds.diag_log_evidence_ti.item())

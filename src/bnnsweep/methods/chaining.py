@@ -7,11 +7,14 @@ lambda = 0 reference is the normalised prior with evidence 1. Every link is samp
 with the paper's protocol as default: 100 burn-in samples of 50 leapfrog steps, then 600
 samples of 300. Beside the paper's ratio estimator, thermodynamic integration and annealed
 importance sampling (forward, and reverse from the lambda = 1 chains' draws) are reported;
-``estimator`` picks the one stored as ``log_evidence``. The default is ``tempering``: the
-links' chains exchange states (parallel tempering, ``engines.evidence.tempering``) and the
-paper's ratio is taken along the adapted ladder; ``valleys`` chains from a Gaussian
-reference in each posterior valley (``engines.evidence.valleys``). docs/evidence.md gives
-what each does on the known-answer problems and on the robot arm.
+``estimator`` picks the one stored as ``log_evidence``. The default is
+``valley_tempering``: parallel tempering from a Gaussian mixture over the posterior's valleys
+(found by many starts) to the posterior folded onto one image of the hidden units'
+symmetries, the paper's ratio taken along its adapted ladder
+(``engines.evidence.valley_tempering``); ``tempering`` runs the same ladder from the prior,
+``valleys`` chains from a Gaussian reference in each posterior valley
+(``engines.evidence.valleys``). docs/evidence.md gives what each does on the known-answer
+problems and on the robot arm.
 Predictions average the network over the lambda = 1 samples.
 """
 
@@ -69,7 +72,7 @@ def neal_noise_hyperprior() -> dict:
 MIN_AIS_ESS = 5.0
 """Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
-ESTIMATORS = ("tempering", "valley_tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
+ESTIMATORS = ("valley_tempering", "tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
 """``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
 sec. 2 allows any reference whose evidence is known) to the posterior by AIS, summed over the
 valleys found and their 2^H H! images (``engines.evidence.valleys``); ``tempering``: the
@@ -115,7 +118,7 @@ class ChainingSettings(ModelSettings):
     start: str = "optimised"
     start_restarts: int = 8
     start_iter: int = 1000
-    estimator: str = "tempering"
+    estimator: str = "valley_tempering"
     valleys: dict = field(default_factory=dict)  # overrides of ValleySettings' defaults
     tempering: dict = field(default_factory=dict)  # overrides of TemperingSettings' defaults
     nested: dict = field(default_factory=dict)  # overrides of NestedSettings' defaults

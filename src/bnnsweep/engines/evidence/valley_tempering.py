@@ -83,20 +83,22 @@ LOG_2PI = math.log(2.0 * math.pi)
 @dataclass(frozen=True)
 class ValleyTemperingSettings:
     """The valley search (``search``: overrides of ``valleys.ValleySettings``; the AIS
-    settings there are not used) and the tempering protocol. Defaults: 16 rungs x 8 replicate
-    ladders, 800 burn-in and 1,600 kept iterations of 10 leapfrog steps (12 rungs left the
-    last pair at swap acceptance 0.06 on the robot arm at H = 4, seed 1)."""
+    settings there are not used) and the tempering protocol. Defaults: 24 rungs x 8 replicate
+    ladders, 1,200 burn-in iterations in 6 rounds of ladder placement and 1,600 kept
+    iterations of 10 leapfrog steps. On the robot arm at H = 8, seed 0, 16 rungs placed with
+    half their measure on the initial ladder (floor 0.5) left the last pair, lambda 0.956 to
+    1, at swap acceptance 0.012; 24 rungs with floor 0.2 gave every pair >= 0.53."""
 
-    rungs: int = 16
+    rungs: int = 24
     replicates: int = 8
-    burn_in: int = 800
+    burn_in: int = 1200
     samples: int = 1600
     leapfrog: int = 10
     step_size: float = 0.5  # initial HMC step in whitened coordinates (adapted per rung)
     target_accept: float = 0.8
-    adapt_rounds: int = 4
+    adapt_rounds: int = 6
     ladder_power: float = 2.0
-    ladder_floor: float = 0.5
+    ladder_floor: float = 0.2
     weight_floor: float = 0.05  # share of the reference spread evenly over the valleys
     max_components: int = 48  # at most this many valleys, the heaviest by Laplace mass
     prune: bool = True  # drop valleys the upper half of the ladder never visits (burn-in)
