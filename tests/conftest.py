@@ -55,6 +55,7 @@ from merged_fixtures import (  # noqa: E402, F401
     bm_digits_merged,
     bm_merged_files,
     ch1_merged_path,
+    g2_approximation_merged_path,
     gaussian_fits_merged_path,
     ica_merged,
     ica_toy_fits,

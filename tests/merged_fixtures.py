@@ -391,6 +391,20 @@ def adf_activations_merged_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def g2_approximation_merged_path(tmp_path_factory):
+    """Thesis fig. C.1: ``g2_approximation`` on g2_range, merged."""
+    from bnnsweep.results import merge_cells, write_netcdf_atomic
+    from bnnsweep.runner import fit_cell_to_file
+    from bnnsweep.sweeps.sweep import Cell
+
+    tmp = tmp_path_factory.mktemp("g2_approximation")
+    cell = Cell("c1", "g2_range", "default", "g2_approximation", "g2_approximation", 0, (), {})
+    write_netcdf_atomic(merge_cells([fit_cell_to_file(cell, tmp / "0.nc", **QUIET)]),
+                        tmp / "merged.nc")  # fmt: skip
+    return tmp / "merged.nc"
+
+
+@pytest.fixture(scope="session")
 def posterior_slices_merged_path(tmp_path_factory):
     """Thesis figs. 5.4-5.5: ``posterior_slices`` on toy_sine_gap at a test's size (3 hidden
     units, one restart, a mixture of 3 after two short sweeps), one seed, merged."""

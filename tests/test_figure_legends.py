@@ -52,6 +52,7 @@ FITTED = {
     "mixture_target": ("mixture_target_merged_path", None),
     "gaussian_fits": ("gaussian_fits_merged_path", None),
     "adf_expected_activations": ("adf_activations_merged_path", None),
+    "g2_approximation": ("g2_approximation_merged_path", None),
     "laplace_slices": ("posterior_slices_merged_path", None),
     "mixture_slices": ("posterior_slices_merged_path", None),
     "bm_correlation_error": ("bm_merged_files", "ens"),

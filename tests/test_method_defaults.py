@@ -24,6 +24,7 @@ SMALL_DATASET = {
 FOR_METHOD = {
     "sbn_vi": {"network_ensemble": "sbn_random_246", "binary_density": "bars_4x4"},
     "adf_activations": {"analytic": "adf_activation_grid"},
+    "g2_approximation": {"analytic": "g2_range"},
 }
 """Where a task's data differ between models (sigmoid belief units are 0/1 and a random
 net is 50 numbers; a Boltzmann machine's are +-1 and 55), a method's own small dataset."""

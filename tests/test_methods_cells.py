@@ -51,6 +51,7 @@ OTHER_MODELS = {
     "vb_ica": ("ica_toy", "draw0", (("sources", 2),), {"outer": 2, "inner": 5}),
     "ch1_checks": ("thesis_ch1", "burglary", (), {}),
     "adf_activations": ("adf_activation_grid", "default", (), {"mc_draws": 1000}),
+    "g2_approximation": ("g2_range", "default", (), {}),
     "vi_mixture_target": (
         "thesis_ch1",
         "kl_asymmetry",

@@ -14,7 +14,7 @@ seeded recipe. Vendored files are verified against ``data/MANIFEST.json`` on fir
 from __future__ import annotations
 
 from . import (  # noqa: F401  (registration)
-    adf_activation_grid,
+    analytic_rows,
     boltzmann_tasks,
     classes,
     downloadable,

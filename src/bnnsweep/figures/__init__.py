@@ -83,6 +83,9 @@
 ``gaussian_fits``
     paper 002 fig. 1: the posterior of a two-weight network with its Laplace and minimum-KL
     (diagonal, full) Gaussian fits and their KL divergences (method ``gaussian_fits``)
+``g2_approximation``
+    thesis fig. C.1: g(x)^2 beside its approximation 1 - exp(-c x^2 / 2), c = 1.24, and the
+    error magnified a hundredfold (method ``g2_approximation``)
 ``ltu_error_table``
     linear threshold units: average and best test-error counts over the grid, the
     validation-selected network and committee of 5, beside thesis Table 3.1 (and 3.2's note)
@@ -128,6 +131,7 @@ from .error_table import error_table, write_table
 from .error_table import to_markdown as error_table_markdown
 from .evidence_committee import committee_markdown, evidence_committee
 from .evidence_vs_error import evidence_vs_error
+from .g2_approximation import g2_approximation
 from .gaussian_fits import gaussian_fits
 from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
 from .laplace_slices import laplace_slices
@@ -186,6 +190,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "mixture_slices": (mixture_slices, ".png"),
     "gaussian_fits": (gaussian_fits, ".png"),
     "adf_expected_activations": (adf_expected_activations, ".png"),
+    "g2_approximation": (g2_approximation, ".png"),
 }
 
 MARKDOWN = {
@@ -214,6 +219,7 @@ __all__ = [
     "error_table",
     "evidence_committee",
     "evidence_vs_error",
+    "g2_approximation",
     "gaussian_fits",
     "ica_alpha",
     "ica_alpha_rounds",

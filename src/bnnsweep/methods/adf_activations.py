@@ -112,15 +112,15 @@ def fit(split: Split, settings: ActivationSettings, rng: np.random.Generator,
     traces["input_variance_value"] = (("input_variance",), taus)
     traces["checked_mean_value"] = (("checked_mean",), mu[checked])
     log(", ".join(f"{k} = {v:.4g}" for k, v in values.items()))
+    return analytic_result(split, traces, values, wall)
+
+
+def analytic_result(split: Split, traces: dict, values: dict, wall: float) -> FitResult:
+    """The result of an analytic cell: no predictions (likelihood ``none``), its traces and
+    diagnostics, timed from ``wall`` (``time.perf_counter()`` at the start)."""
     empty = np.zeros((split.x_test.shape[0], 0))
-    return FitResult(
-        pred_mean=empty,
-        pred_var=empty,
-        likelihood="none",
-        traces=traces,
-        diagnostics=values,
-        runtime_s=time.perf_counter() - wall,
-    )
+    return FitResult(empty, empty, likelihood="none", traces=traces, diagnostics=values,
+                     runtime_s=time.perf_counter() - wall)  # fmt: skip
 
 
 def work(s: ActivationSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
