@@ -3,6 +3,8 @@ rerun showed 100% at once, counting the files already there), and the time left 
 plan's estimates calibrated per method on the cells fitted in this run and divided by this
 run's parallelism."""
 
+import pytest
+
 from bnnsweep.sweeps import jobsize
 from bnnsweep.sweeps.sweep_progress import SweepProgress, TimeLeft, cell_estimates
 
@@ -14,7 +16,7 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
         paths[0]: ("map", 10.0),
         paths[1]: ("map", 10.0),
         paths[2]: ("map", 30.0),
-        paths[3]: ("vi", 100.0),
+        paths[3]: ("vi", 30.0),
         paths[4]: ("vi", None),  # no work model: the median estimate, 20 s
     }
     measured = {paths[0]: 5.0, paths[1]: 5.0, paths[2]: 15.0, paths[3]: 2.0}
@@ -25,19 +27,52 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
     assert progress.line() == "bnnsweep: 0/4 cells fitted (0%) in 0 s"
     now[0] = 2.5
     open(paths[1], "w").close()  # 5 s of work in 2.5 s: parallelism 2; map takes half
-    # left: map 30 x 0.5 = 15, vi (no cell yet: its bound) 100 + 20 = 120
-    assert progress.raw_left() == 135 / 2
-    assert progress.line() == "bnnsweep: 1/4 cells fitted (25%) in 2 s, about 1m 08s left"
+    # left: map 30 x 0.5 = 15, vi (no cell yet: its typical time) 30 + 20 = 65
+    assert progress.raw_left() == 65 / 2
+    assert progress.line() == "bnnsweep: 1/4 cells fitted (25%) in 2 s, about 32 s left"
     now[0] = 10.0
-    open(paths[3], "w").close()  # vi measured at 0.02 of its estimate
-    # left: map 15 + vi 20 x 0.02 = 15.4 s of work; parallelism (5 + 2) / 10 = 22 s; the
-    # finishing time shown moves 0.3 of the way from 2.5 + 67.5 = 70 to 10 + 22 = 32: 58.6
-    assert progress.raw_left() == 15.4 / 0.7
-    assert progress.line() == "bnnsweep: 2/4 cells fitted (50%) in 10 s, about 49 s left"
+    open(paths[3], "w").close()  # vi measured at 1/15 of its estimate
+    # left: map 15 + vi 20 / 15 s of work; parallelism (5 + 2) / 10; the finishing time
+    # shown moves 0.3 of the way from 2.5 + 32.5 = 35 to 10 + 23.3 = 33.3: 34.5, 24.5 s left
+    assert progress.raw_left() == pytest.approx((15 + 20 / 15) / 0.7)
+    assert progress.line() == "bnnsweep: 2/4 cells fitted (50%) in 10 s, about 24 s left"
     for path in paths[2:]:
         open(path, "w").close()
     assert progress.line() == "bnnsweep: 4/4 cells fitted (100%) in 10 s"
     assert progress.all_done()
+
+
+def test_running_cells_count_down_and_bound_the_time_left(tmp_path):
+    """A running cell's time so far is work done: with one long cell running and none
+    finishing, the raw time left falls as the clock runs (it rose before, and the time shown
+    was revised up five times in a 32-minute default sweep); and it is never less than the
+    longest cell's own remainder, whatever the parallelism."""
+    paths = [str(tmp_path / f"c{i}.nc") for i in range(3)]
+    cells = {paths[0]: ("map", 10.0), paths[1]: ("vi", 100.0), paths[2]: ("vi", 100.0)}
+    begun = set()
+    now = [0.0]
+    progress = SweepProgress(
+        cells,
+        print,
+        clock=lambda: now[0],
+        runtime={paths[0]: 10.0, paths[1]: 100.0}.get,
+        logs={p: p + ".log" for p in paths},
+        began=lambda log: log in begun,
+    )
+    begun.add(paths[1] + ".log")
+    now[0] = 10.0
+    open(paths[0], "w").close()  # map finished after 10 s; vi running since about 10 s
+    first = progress.raw_left()
+    # left: vi 100 - 0 + 100 (waiting); work done 10 + 0 in 10 s: at least the running 100
+    assert first == pytest.approx(200.0)
+    now[0] = 50.0
+    second = progress.raw_left()  # vi running for 40 s: 60 + 100 left, (10 + 40) / 50 done
+    assert second == pytest.approx(160.0) and second < first
+    begun.add(paths[2] + ".log")
+    now[0] = 60.0
+    # both vi cells running (the second seen from 60 s): 50 + 100 left at parallelism 1,
+    # and never below the second's own 100 s
+    assert progress.raw_left() == pytest.approx(max(150 / (60 / 60), 100.0))
 
 
 def test_cells_that_cannot_be_priced_count_as_the_median():

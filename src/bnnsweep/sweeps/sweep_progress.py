@@ -14,8 +14,12 @@ typical times) calibrated as ``bnnsweep plan`` calibrates them: each method's es
 scaled by the median of measured over estimated time of its finished cells (``runtime_s`` in
 the cell files; a method with none finished yet keeps its typical time, as an uncalibrated
 plan does: the estimates of different methods are off by different factors), and the work left is
-divided by this run's parallelism (the measured time of the cells finished since the start
-over the wall time since then). Until a cell has finished in this run, no time is given.
+divided by this run's parallelism (the time of the cells fitted since the start, finished or
+running, over the wall time since then), and is never less than the longest cell's own
+remainder. A cell is running from when its log file (``sweep.cell_paths``) is first seen
+written since the start; its time so far counts as work done (without it the time left rose
+while long cells ran: on the default sweep it was revised up five times in 32 minutes).
+Until a cell has finished in this run, no time is given.
 
 That raw estimate jumps as each method's first cell calibrates it, so the time shown is
 smoothed (``TimeLeft``): the expected finishing time is an exponential average of the raw
@@ -107,12 +111,36 @@ def file_identity(path: str) -> int | None:
         return None
 
 
+def written_since(start: float):
+    """``began(log file)``: True when the file was written at or after ``start`` (seconds
+    since the epoch): a cell's fit has begun."""
+
+    def began(path: str | None) -> bool:
+        try:
+            return path is not None and os.stat(path).st_mtime >= start
+        except OSError:
+            return False
+
+    return began
+
+
 class SweepProgress:
     """``cells``: {cell file: (method label, estimated seconds or None)}; ``write`` takes a
     line; ``runtime(path)`` reads a finished cell's measured seconds; ``to_fit``: the cell files
-    this run is to write (default: those missing at the start)."""
+    this run is to write (default: those missing at the start); ``logs``: {cell file: its log
+    file}, and ``began(log file)`` says whether the cell's fit has begun (default: the log
+    written since the start)."""
 
-    def __init__(self, cells: dict, write, clock=time.monotonic, runtime=cell_runtime, to_fit=None):
+    def __init__(
+        self,
+        cells: dict,
+        write,
+        clock=time.monotonic,
+        runtime=cell_runtime,
+        to_fit=None,
+        logs=None,
+        began=None,
+    ):
         known = [s for _, s in cells.values() if s is not None and s > 0]
         fallback = statistics.median(known) if known else 1.0
         self.cells = {
@@ -125,6 +153,9 @@ class SweepProgress:
             to_fit = {path for path, found in self.at_start.items() if found is None}
         self.to_fit = set(to_fit) & set(self.cells)
         self.start = clock()
+        self.logs = logs or {}
+        self.began = began or written_since(time.time())
+        self.started: dict[str, float] = {}  # cell file: when its fit was first seen running
         self.measured: dict[str, float | None] = {}
         self.time_left = TimeLeft()
 
@@ -141,6 +172,15 @@ class SweepProgress:
         """This run's cells: those to write at the start and those written since."""
         return self.to_fit | done
 
+    def running(self, done: set[str]) -> dict[str, float]:
+        """{cell file: seconds since its fit was first seen running} of this run's cells not
+        done whose fit has begun."""
+        now = self.clock()
+        for path in self.planned(done) - done - self.started.keys():
+            if self.began(self.logs.get(path)):
+                self.started[path] = now
+        return {p: now - t for p, t in self.started.items() if p not in done}
+
     def seconds_left(self, done: set[str]) -> float | None:
         for path in done - self.measured.keys():
             self.measured[path] = self.runtime(path)
@@ -152,15 +192,20 @@ class SweepProgress:
         if not ratios:
             return None
         scale = {method: statistics.median(rs) for method, rs in ratios.items()}
-        work = sum(
-            self.cells[path][1] * scale.get(self.cells[path][0], 1.0)
+        running = self.running(done)
+        left = {  # each cell's own time left: its calibrated estimate less its time so far
+            path: max(
+                self.cells[path][1] * scale.get(self.cells[path][0], 1.0) - running.get(path, 0.0),
+                0.0,
+            )
             for path in self.planned(done) - done
-        )
+        }
         spent = sum(self.measured[p] for p in done if self.measured[p] is not None)
+        spent += sum(running.values())
         elapsed = self.clock() - self.start
         if spent <= 0 or elapsed <= 0:
             return None
-        return work / (spent / elapsed)
+        return max(sum(left.values()) / (spent / elapsed), max(left.values(), default=0.0))
 
     def raw_left(self) -> float | None:
         """The unsmoothed time left (``seconds_left`` of the cells done now)."""
@@ -208,6 +253,19 @@ def cell_estimates(cells: dict) -> dict[str, tuple[str, float | None]]:
     return out
 
 
+def cell_logs(cells: dict) -> dict[str, str]:
+    """{cell file: its log file (``sweep.cell_paths``)} of {cell file: Cell} where the cell
+    file is ``<results_dir>/<path_id>.nc``, as the workflow names them."""
+    from .sweep import cell_paths
+
+    out = {}
+    for path, cell in cells.items():
+        suffix = f"/{cell.path_id}.nc"
+        if str(path).endswith(suffix):
+            out[path] = cell_paths(cell, str(path)[: -len(suffix)])["log"]
+    return out
+
+
 def start_sweep_progress(
     cells: dict, write, interval: float = 30.0, to_fit=None
 ) -> threading.Event:
@@ -217,7 +275,7 @@ def start_sweep_progress(
     how many that is; setting the returned event stops it."""
     interval = float(os.environ.get("BNNSWEEP_PROGRESS_SECONDS", interval))
     stop = threading.Event()
-    progress = SweepProgress(cell_estimates(cells), write, to_fit=to_fit)
+    progress = SweepProgress(cell_estimates(cells), write, to_fit=to_fit, logs=cell_logs(cells))
     kept = len(cells) - len(progress.to_fit)
     write(f"bnnsweep: {len(progress.to_fit)} of {len(cells)} cells to fit, {kept} current")
     threading.Thread(target=progress.run, args=(interval, stop), daemon=True).start()
