@@ -24,16 +24,26 @@ The cost models' docstrings name the run this was checked on (a sweep run with
 
 from __future__ import annotations
 
-import argparse
-import statistics
-from pathlib import Path
+import os
 
-import netCDF4
+# One BLAS thread, as every fit job has (workflow/rules/fit.smk, bnnsweep.cli): numpy's
+# OpenBLAS threads spin while they wait, and on a loaded 2-core machine a fit's CPU time
+# was up to 9.5 times that of the same fit on one thread (toy vi_gauss H = 3: 26.5 s
+# against 2.8 s), which is what an earlier calibration measured. Set before numpy is
+# imported; an explicit setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from bnnsweep.cells.file_seal import seal_problem
-from bnnsweep.sweeps.config import expand, load
-from bnnsweep.sweeps.jobsize import packing_seconds
-from bnnsweep.sweeps.sweep import cell_index
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import netCDF4  # noqa: E402
+
+from bnnsweep.cells.file_seal import seal_problem  # noqa: E402
+from bnnsweep.sweeps.config import expand, load  # noqa: E402
+from bnnsweep.sweeps.jobsize import packing_seconds  # noqa: E402
+from bnnsweep.sweeps.sweep import cell_index  # noqa: E402
 
 
 def measured_cpu(path: Path) -> float | None:
