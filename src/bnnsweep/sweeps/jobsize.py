@@ -461,11 +461,31 @@ def _cells_and_clocks(calibrated: dict) -> str:
 STARTUP_MEASURED_S = 2.0  # a fit job's start-up on one core: interpreter, imports, data
 
 
-def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
-    """What a sweep will cost, per experiment and method label: cells, batch jobs and how they
-    are formed (with the GPUs a job asks for, config key ``devices``), the work models' bound, the estimate calibrated against measured cells under
-    ``results_dir`` (where there are some; else the bound times the method's typical share
-    of it), and the peak memory of a job."""
+@dataclasses.dataclass
+class Plan:
+    """What ``bnnsweep plan`` prints: the batches, the calibration it used (``calibration``)
+    and a row per experiment and method label (``plan_rows``)."""
+
+    batches: list[Batch]
+    calibration: dict[str, dict]
+    rows: dict[tuple[str, str], dict]
+
+    @property
+    def estimate_s(self) -> float:
+        """The estimated core time of the whole sweep, seconds."""
+        return sum(row["estimate"] for row in self.rows.values())
+
+    @property
+    def bound_s(self) -> float:
+        return sum(row["bound"] for row in self.rows.values())
+
+
+def plan_rows(config: dict, cells: list[Cell], results_dir) -> Plan:
+    """The batches of a sweep and, per experiment and method label, its cells, batch jobs and
+    how they are formed (with the GPUs a job asks for, config key ``devices``), the work
+    models' bound, the estimate calibrated against measured cells under ``results_dir``
+    (where there are some; else the bound times the method's typical share of it, plus a
+    start-up per job), the peak memory of a job and the time its jobs ask for."""
     batches = plan_batches(cells, batching_settings(config), config.get("devices"))
     calib = calibration(results_dir)
     rows: dict[tuple[str, str], dict] = {}
@@ -513,6 +533,13 @@ def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
                 else:
                     row["estimate"] += fit * _typical_share(cell, None)
             row["estimate"] += share * STARTUP_MEASURED_S
+    return Plan(batches, calib, rows)
+
+
+def plan_table(config: dict, cells: list[Cell], results_dir) -> str:
+    """What a sweep will cost (``plan_rows``) as a Markdown table and a closing line."""
+    plan = plan_rows(config, cells, results_dir)
+    batches, calib, rows = plan.batches, plan.calibration, plan.rows
     head = [
         "experiment / label",
         "method",
