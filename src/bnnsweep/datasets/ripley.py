@@ -90,6 +90,9 @@ def crabs_train_rows(groups: np.ndarray, split: int) -> np.ndarray:
         "n_classes": 2,
         "error_measure": "error_rate",
         "paper": "thesis §3.8, Table 3.1 (test-error counts out of 120)",
+        "stand_in": True,
+        "stands_in_for": "Ripley's (1994) 80/120 crabs partition (the crabs are MASS's; the "
+        "split is seeded)",
     },
     split_names=[str(k) for k in range(CRABS_SPLITS)],
 )

@@ -1,0 +1,79 @@
+"""Thesis Table 3.1: test-error counts of networks of linear threshold units, "the average of
+all the networks' classification errors" (Pima: H = 10, 15, 20 x C = 1, 10, 100 x ten
+initialisations, 90 networks; crabs: H = 10, 20, 30, 40, 120 networks; the printed 73.97 and
+6.08 are 6657/90 and 730/120) and the best network's, from the ``ltu`` runs of
+config/thesis_ltu.yaml (figure ``ltu_error_counts``). Ours pools every network of the grid
+(diag_test_errors), per label: ``ltu`` (the default, eqs. 3.23-3.24 as printed) and
+``ltu_exact`` (the ablation)."""
+
+from ...figures.ltu import PUBLISHED_LTU
+from ..registry import Claim, Ours, declare, metric, usable_runs
+
+FINDINGS = {
+    "pima_ripley": (
+        "the thesis's split, and ours has fewer errors than the thesis with either update. "
+        "Its text fixes the grid, 7 alternations, the annealing schedule, the SMO cap and the "
+        "KKT schedule, all followed; its input scaling ('zero mean and lie between -1 and 1') "
+        "against ours (min-max) moves the mean by less than its s.e. (python "
+        "benchmarks/ltu_pima_scaling.py). Open: the initial weights (not given), Platt's SMO "
+        "against libsvm's, other readings of the garbled eqs. 3.18-3.24 (config/thesis_ltu.yaml)"
+    ),
+    "crabs_ripley": (
+        "STAND-IN SPLIT: Ripley's (1994) 80/120 partition is not available; the count moves "
+        "with the seeded split by more than the gap (config/thesis_ltu.yaml; python "
+        "benchmarks/ltu_crabs_splits.py)"
+    ),
+}
+LABELS = {"ltu": "ltu (default: eqs. 3.23-3.24 as printed)", "ltu_exact": "ltu_exact (ablation)"}
+
+
+def best_network(dataset: str, label: str):
+    """A measure: the fewest test errors of any network of ``label`` on ``dataset`` (one
+    number, no s.e.: the thesis's 'best linear threshold unit')."""
+
+    def measure(runs):
+        chosen = usable_runs(runs)
+        chosen = chosen[(chosen["dataset"] == dataset) & (chosen["method"] == label)]
+        if chosen.empty or "diag_test_errors" not in chosen:
+            return []
+        best = float(chosen["diag_test_errors"].min())
+        return [Ours(best, float("nan"), len(chosen), (dataset,), "minimum over the grid")]
+
+    return measure
+
+
+def _claims(dataset: str, published: dict) -> list[dict]:
+    """The rows of one dataset: the grid's average per label, and the best ``ltu`` network."""
+    rows = [
+        {
+            "where": "thesis Table 3.1 (average linear threshold unit)",
+            "quantity": f"test errors, mean over every network of the grid, {what} on {dataset}",
+            "published": published["average"],
+            "published_note": "(mean over the grid's networks)",
+            "label": label,
+            "measure": metric(
+                "diag_test_errors", datasets=[dataset], labels=[label], pooled=True
+            ),  # fmt: skip
+            "show_sd": True,
+            "finding": FINDINGS[dataset],
+        }
+        for label, what in LABELS.items()
+    ]
+    rows.append(
+        {
+            "where": "thesis Table 3.1 (best linear threshold unit)",
+            "quantity": f"test errors of the best network of the grid, ltu on {dataset}",
+            "published": published["best"],
+            "published_note": "(the minimum over the grid)",
+            "label": "ltu",
+            "measure": best_network(dataset, "ltu"),
+            "finding": "the minimum of 90-120 networks is an extreme of a noisy sample: "
+            "compare the averages",
+        }
+    )
+    return rows
+
+
+for _dataset, _published in PUBLISHED_LTU.items():
+    for _row in _claims(_dataset, _published):
+        declare(Claim(paper="thesis", dataset=_dataset, **_row))
