@@ -14,9 +14,11 @@ FINDINGS = {
         "the thesis's split, and ours has fewer errors than the thesis with either update. "
         "Its text fixes the grid, 7 alternations, the annealing schedule, the SMO cap and the "
         "KKT schedule, all followed; its input scaling ('zero mean and lie between -1 and 1') "
-        "against ours (min-max) moves the mean by less than its s.e. (python "
-        "benchmarks/ltu_pima_scaling.py). Open: the initial weights (not given), Platt's SMO "
-        "against libsvm's, other readings of the garbled eqs. 3.18-3.24 (config/thesis_ltu.yaml)"
+        "against ours (min-max) moves the mean by less than its s.e., but standardised inputs "
+        "(unit s.d., about twice the scale, which the text does not describe) reproduce the "
+        "thesis's average: at fixed C the input scale sets how hard the margins are (python "
+        "benchmarks/ltu_pima_scaling.py; config/thesis_ltu.yaml). Open: the initial weights "
+        "(not given), Platt's SMO against libsvm's"
     ),
     "crabs_ripley": (
         "STAND-IN SPLIT: Ripley's (1994) 80/120 partition is not available; the count moves "
