@@ -155,3 +155,5 @@ rule all:
         [merged_file(e) for e in EXPERIMENTS],
         [figure_files(e) for e in EXPERIMENTS],
         [redo_marker(b) for b in BATCHES if batch_needs_refit(b)],
+        # a prepared dataset deleted while every cell is current is prepared again
+        sorted({f"{RESULTS}/data/{c.dataset}.nc" for c in CELLS.values()}),

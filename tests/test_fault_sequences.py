@@ -4,21 +4,28 @@ code, the prepared data deleted, a batch killed part-way (half a temporary file 
 sweep run once brings the results back to the numbers of a clean run, refitting only the
 cells the faults touched.
 
-The sweep is the workflow's own decision, run in-process so that 200 sequences take
-seconds: ``result_check.cell_states`` (what the Snakefile reads to choose the batches to
-rerun) and ``runner.fit_batch`` (what the batch job runs), then the merge when a cell was
-refitted. Snakemake's part, that those states rerun exactly those batches, is checked by
-a few fixed sequences of the same faults run through real Snakemake (the README's command,
-once, on a copy of a clean Snakemake run: the clean run's numbers, no healthy cell written
-again), and by tests/test_dry_runs.py and tests/test_cell_integrity.py. The cells are
-closed-form fits (``exact``, a linear model on a 21-point grid), milliseconds each.
+The sweep is the workflow's own decision, run in-process so that 200 sequences cost ~85 s
+of CPU: ``result_check.cell_states`` (what the Snakefile reads to choose the batches to
+rerun), ``runner.fit_batch`` (what the batch job runs), then the merge, which judges every
+cell as the Snakefile does (``merge_cells(expected=...)``), when a cell was refitted. That
+Snakemake acts on those decisions is checked by a handful of random sequences (fixed seeds)
+of the same faults, plus damaged specs and SIGKILLs of the whole run, each followed by the
+README's command through real Snakemake and compared with a clean Snakemake run's results
+directory byte for byte (``test_snakemake_converges_to_the_clean_runs_bytes``, ~12 s of CPU
+a run), and by ``test_a_refused_merge_keeps_the_last_good_results``,
+tests/test_dry_runs.py and tests/test_cell_integrity.py. The cells are closed-form fits
+(``exact``, a linear model on a 21-point grid), milliseconds each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +38,7 @@ from bnnsweep.cells.file_seal import seal_problem
 from bnnsweep.cells.reader import read_any
 from bnnsweep.results import merge_cells, write_netcdf_atomic
 from bnnsweep.sweeps.result_check import cell_states, spec_expectations
+from bnnsweep.sweeps.runlock import OWNER_FILE
 from bnnsweep.sweeps.sweep import Cell, batch_spec, cell_index, read_batch_spec
 
 SEQUENCES = int(os.environ.get("FAULT_SEQUENCES", "200"))
@@ -239,35 +247,137 @@ experiments:
     methods:
       exact: {hidden: 0, grid: 21}
 """
-# a few sequences of every file fault the in-process test draws (kills: tests/test_faults.py)
-SNAKEMAKE_SEQUENCES = [
-    [("swap", 0, 1), ("delete_data",)],
-    [("older", 2), ("flip", 3, 0.5, 3), ("copy", 1, 0)],
-    [("truncate", 0, 0.4), ("delete", 2), ("older", 3)],
-]
+# A handful of sequences (each costs one or two Snakemake runs of ~12 s of CPU): the
+# breadth is the 200 in-process sequences above; these check that Snakemake's DAG and jobs
+# act on the same decisions, kills included, through the README's command.
+WORKFLOW_SEQUENCES = int(os.environ.get("WORKFLOW_FAULT_SEQUENCES", "4"))
+CELL_FAULTS = ("delete", "truncate", "flip", "swap", "copy", "older")
+FILE_FAULTS = (*CELL_FAULTS, "delete_data", "damage_spec")
+# what a killed run waits for before the kill (if its run ends first, nothing is killed)
+KILL_POINTS = ("started", "fitting", "merging")
+# files that say when and how long, not what: Snakemake's and the jobs' logs, usage records
+# and the results directory's lock (holding the last run's process id)
+NOT_RESULTS = ("logs/", "benchmarks/", ".bnnsweep-run.lock")
 
 
-def snakemake_sweep(workdir: Path) -> None:
+def workflow_sequence(number: int) -> list[tuple]:
+    """Random fault sequence ``number`` (a fixed seed each, the same on every run): two
+    faults of the kinds whose turn it is (four sequences cover every kind), up to two more
+    drawn at random, and a run of the sweep command killed at a point taken in turn, at a
+    random place after the first fault."""
+    rng = random.Random(f"workflow fault sequence {number}")
+    kinds = [FILE_FAULTS[(2 * number + k) % len(FILE_FAULTS)] for k in (0, 1)]
+    kinds += rng.choices(FILE_FAULTS, k=rng.randint(0, 2))
+    rng.shuffle(kinds)
+    faults = []
+    for kind in kinds:
+        cell = rng.randrange(N)
+        if kind == "truncate":
+            faults.append((kind, cell, round(rng.random(), 3)))
+        elif kind == "flip":
+            faults.append((kind, cell, round(rng.random(), 3), rng.randrange(8)))
+        elif kind in ("swap", "copy"):
+            faults.append((kind, cell, (cell + rng.randrange(1, N)) % N))
+        elif kind == "damage_spec":
+            faults.append((kind, rng.randrange(2), round(rng.random(), 3)))
+        elif kind == "delete_data":
+            faults.append((kind,))
+        else:
+            faults.append((kind, cell))
+    kill = ("kill", KILL_POINTS[number % len(KILL_POINTS)])
+    faults.insert(rng.randint(1, len(faults)), kill)
+    return faults
+
+
+def snakemake_command_line(workdir: Path) -> list[str]:
     """The README's sweep command on the config above, in ``workdir``."""
     from bnnsweep.sweeps.workflow_run import snakemake_command
 
-    command = snakemake_command(
+    return snakemake_command(
         ROOT, workdir, workdir / "f.yaml", "--cores", "1",
         "--workflow-profile", str(ROOT / "profiles" / "default"),
     )  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def snakemake_sweep(workdir: Path) -> None:
+    proc = subprocess.run(
+        snakemake_command_line(workdir), capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def killed_snakemake_sweep(workdir: Path, point: str) -> None:
+    """The sweep command, SIGKILLed with every process below it (a node failure) once
+    ``point`` is reached: the run started (its owner recorded: ``runlock.record_owner``),
+    a batch fitting (its log written), the merge running (its log written)."""
+    from test_faults import descendants
+
+    results = workdir / "results"
+    started = time.time()
+
+    def newer(pattern: str) -> bool:
+        return any(p.stat().st_mtime >= started for p in results.glob(pattern) if p.is_file())
+
+    reached = {
+        "started": lambda: (workdir / ".snakemake" / OWNER_FILE).is_file(),
+        "fitting": lambda: newer("logs/f/batches/*.log"),
+        "merging": lambda: newer("logs/f/merge.log"),
+    }[point]
+    proc = subprocess.Popen(
+        snakemake_command_line(workdir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and not reached() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if proc.poll() is None:
+        victims = descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
+def damage_spec(root: Path, which: int, cut: float) -> Path:
+    """A batch spec (``which`` 0) or the merge's spec (1) of the config, as a killed run
+    leaves it under ``results/batches/``, cut short (named by the batch_spec rule's logs)."""
+    names = sorted(p.stem for p in (root / "logs" / "batches").glob("*.log"))
+    name = [n for n in names if n.startswith("merge-") == bool(which)][0]
+    text = b'{"cells": [{"cell": {"dataset": "toy_sine", "experiment": "f"'
+    path = root / "batches" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text[: int(len(text) * cut)])
+    return path
+
+
+def results_files(root: Path) -> dict[str, Path]:
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in root.rglob("*")
+        if p.is_file() and not p.relative_to(root).as_posix().startswith(NOT_RESULTS)
+    }
+
+
+# a cell's attributes that say when, how long and at which commit it was fitted, and the
+# checksum over them
+PROVENANCE_ATTRS = {"created", "fit_cpu_s", "git_revision", "content_sha256"}
+
+
+def attributes(path: Path) -> dict:
+    """A result file's global attributes but its provenance (``PROVENANCE_ATTRS``)."""
+    return {k: v for k, v in read_any(path)[2].items() if k not in PROVENANCE_ATTRS}
 
 
 @pytest.fixture(scope="module")
 def clean_snakemake(tmp_path_factory):
-    """A clean Snakemake run of the config (the same cells as ``CELLS``) and its numbers."""
+    """A clean Snakemake run of the config (the same cells as ``CELLS``)."""
     workdir = tmp_path_factory.mktemp("snakemake_clean")
     (workdir / "f.yaml").write_text(SNAKEMAKE_CONFIG)
     snakemake_sweep(workdir)
-    root = workdir / "results"
-    reference = {p.relative_to(root): numbers(p) for p in [*paths(root), root / "f/merged.nc"]}
-    return workdir, reference
+    return workdir
 
 
 def identity(path: Path) -> int | None:
@@ -277,21 +387,95 @@ def identity(path: Path) -> int | None:
 
 
 @pytest.mark.workflow
-@pytest.mark.parametrize("faults", SNAKEMAKE_SEQUENCES, ids=str)
-def test_snakemake_converges_after_a_fault_sequence(clean, clean_snakemake, tmp_path, faults):
-    source, reference = clean_snakemake
+@pytest.mark.parametrize("number", range(WORKFLOW_SEQUENCES))
+def test_snakemake_converges_to_the_clean_runs_bytes(clean, clean_snakemake, tmp_path, number):
+    """Random fault sequences (fixed seeds) on a copy of a clean Snakemake run, then the
+    README's sweep command once: the results directory holds the clean run's files, byte
+    for byte, except that a cell the faults touched and had to be refitted, and the merged
+    file when one was, differ from the clean run's in their provenance alone (the fit's
+    wall and CPU time, creation time and commit: ``PROVENANCE``, ``PROVENANCE_ATTRS``;
+    every other variable and attribute compared byte for byte); no healthy
+    cell is written again (its inode is kept), none is left corrupt or stale, and the only
+    other files are those the faults left: damaged specs and corrupt cells moved aside to
+    ``*.corrupt`` (kept for inspection).
+
+    How it relates to ``test_one_sweep_converges_after_any_fault_sequence``: that test
+    draws 200 sequences of the same cell faults (and kills inside a batch) and runs the
+    workflow's decisions in-process, ``cell_states`` then ``fit_batch`` then the judged
+    merge, in seconds; this one runs a handful through Snakemake itself (its DAG from the
+    Snakefile's states, its jobs, rerun-incomplete after a SIGKILL of the whole run), which
+    costs ~12 s of CPU a run, and compares the whole results directory."""
+    faults = workflow_sequence(number)
     workdir = tmp_path / "work"
-    shutil.copytree(source, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    shutil.copytree(clean_snakemake, workdir, ignore=shutil.ignore_patterns(".snakemake"))
     root = workdir / "results"
+    before = {p: identity(p) for p in paths(root)}
     touched: set[int] = set()
+    left: set[str] = set()  # files a fault put there, not the workflow
     for fault in faults:
-        apply(fault, root, clean.older, touched)
-    healthy = {p: identity(p) for i, p in enumerate(paths(root)) if i not in touched}
+        if fault[0] == "kill":
+            killed_snakemake_sweep(workdir, fault[1])
+        elif fault[0] == "damage_spec":
+            left.add(damage_spec(root, *fault[1:]).relative_to(root).as_posix())
+        else:
+            apply(fault, root, clean.older, touched)
 
     snakemake_sweep(workdir)  # the same command, once
 
-    refitted = [str(p) for p, before in healthy.items() if identity(p) != before]
+    healthy = [p for i, p in enumerate(paths(root)) if i not in touched]
+    refitted = [str(p) for p in healthy if identity(p) != before[p]]
     assert not refitted, f"{faults}: healthy cells refitted: {refitted}"
-    for rel, expected in reference.items():
-        assert seal_problem(root / rel) is None
-        assert numbers(root / rel) == expected, (faults, rel)
+    index = {str(p): c for p, c in zip(paths(root), CELLS, strict=True)}
+    assert all(s == "current" for s, _ in cell_states(index, root, True).values()), faults
+    expected, got = results_files(clean_snakemake / "results"), results_files(root)
+    assert set(expected) <= set(got), (faults, set(expected) - set(got))
+    extra = set(got) - set(expected) - left
+    touched_names = {paths(root)[i].name for i in touched}
+    assert all(Path(e).name.split(".nc.corrupt")[0] + ".nc" in touched_names for e in extra), (
+        faults,
+        extra,
+    )
+    for rel, path in expected.items():
+        if path.read_bytes() == got[rel].read_bytes():
+            continue
+        assert rel.endswith(".nc") and (rel == "f/merged.nc" or got[rel] in paths(root)), (
+            faults,
+            rel,
+        )
+        assert got[rel] not in healthy, (faults, rel)
+        assert numbers(got[rel]) == numbers(path), (faults, rel)
+        assert attributes(got[rel]) == attributes(path), (faults, rel)
+
+
+@pytest.mark.workflow
+def test_a_refused_merge_keeps_the_last_good_results(clean, clean_snakemake, tmp_path):
+    """Nothing derived is deleted before its replacement is known to succeed: a cell
+    copied over another (intact, another cell's key) and Snakemake allowed to run the merge
+    only (``--allowed-rules``, standing for any run in which the merge meets a cell that
+    is not current: the newer cell makes the merge rerun, its batch may not), so the merge
+    meets the foreign cell: it refuses it in one line naming the file, writes nothing, and
+    the merged file and tables (``update()`` outputs) stay the clean run's bytes; then the
+    README's command refits the cell and converges."""
+    workdir = tmp_path / "work"
+    shutil.copytree(clean_snakemake, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    root = workdir / "results"
+    derived = {
+        rel: p.read_bytes() for rel, p in results_files(root).items() if "/cells/" not in rel
+    }
+    apply(("copy", 0, 1), root, clean.older, set())
+    command = snakemake_command_line(workdir)
+    at = command.index("snakemake") + 1  # the target, then the options (some take lists)
+    command[at:at] = ["results/f/merged.nc", "--allowed-rules", "merge_and_draw_f", "batch_spec"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "merge_and_draw_f" in proc.stderr, proc.stderr[-3000:]
+    log = (root / "logs" / "f" / "merge.log").read_text()
+    assert "do not hold the cell asked for" in log and paths(root)[1].name in log, log
+    for rel, data in derived.items():
+        assert (root / rel).read_bytes() == data, rel
+
+    snakemake_sweep(workdir)
+
+    for rel, path in results_files(clean_snakemake / "results").items():
+        if "/cells/" not in rel or path.name != paths(root)[1].name:
+            assert path.read_bytes() == (root / rel).read_bytes() or rel == "f/merged.nc", rel
+    assert numbers(paths(root)[1]) == numbers(paths(clean_snakemake / "results")[1])

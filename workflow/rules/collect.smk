@@ -14,6 +14,15 @@ for experiment in EXPERIMENTS:
             cells=cell_files(experiment),
             # each cell file is checked against its cell in the config before it is merged
             spec=merge_spec_file(experiment),
+            # and against the checksum of the prepared data it was to be fitted on; as an
+            # input, a deleted prepared file is prepared again even when every cell is current
+            data=sorted(
+                {
+                    f"{RESULTS}/data/{c.dataset}.nc"
+                    for c in CELLS.values()
+                    if c.experiment == experiment
+                }
+            ),
         # update(): kept until the merge replaces them (each is written atomically), so a
         # merge that fails leaves the last good results in place
         output:
