@@ -13,7 +13,9 @@ initialisation streams for every reading and prints the mean +- s.e. over networ
 paired difference to ``minmax``.
 
 Measured (--seeds 4, 36 networks a reading, 2026-11-27): minmax 69.42 +- 0.65, centred
-69.94 +- 0.99 (+0.53 +- 1.28), standardised 74.53 +- 0.72 (+5.11 +- 0.99; thesis 73.97).
+69.94 +- 0.99 (+0.53 +- 1.28), standardised 74.53 +- 0.72 (+5.11 +- 0.99; thesis 73.97);
+crabs split 0 (48 networks a reading): minmax 8.06 +- 0.25, standardised 7.85 +- 0.42
+(-0.21 +- 0.42; thesis 6.08).
 
 Run: nice -n 10 python benchmarks/ltu_pima_scaling.py [--seeds 10] [--readings minmax centred]
 """
