@@ -177,8 +177,8 @@ def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
 
     cells = {f"e/cells/{m}_{s}": cell(m, s) for m in ("laplace", "map") for s in range(3)}
     facts = {
-        "e/cells/laplace_0": ("ok", 12.0),
-        "e/cells/laplace_1": ("not_converged", 30.0),
+        "e/cells/laplace_0": ("ok", 12.0, 5.0),
+        "e/cells/laplace_1": ("not_converged", 30.0, 11.0),
         "e/cells/map_0": ("ok", 1.0),
         "e/cells/map_1": ("diverged", 2.0),
     }
@@ -191,9 +191,12 @@ def test_the_summary_counts_statuses_by_method_and_names_the_slowest(tmp_path):
     table = {line.split()[0]: line.split()[1:] for line in lines[2:4]}
     assert lines[1].split() == ["method", "ok", "not_converged", "diverged", "missing"]
     assert table == {"laplace": ["1", "1", "0", "1"], "map": ["1", "0", "1", "1"]}
-    slowest = lines[lines.index("slowest cells (fit time):") + 1 :][:3]
+    slowest = lines[lines.index("slowest cells (fit time: wall, CPU):") + 1 :][:3]
     assert [line.split()[-1].rsplit("/", 1)[-1] for line in slowest] == [
         "laplace_1.nc", "laplace_0.nc", "map_1.nc"]  # fmt: skip
+    # wall and CPU time where the cell records its CPU time (map_1's facts have none)
+    assert slowest[0].split()[:2] == ["30", "s"] and slowest[0].split()[2:4] == ["11", "s"]
+    assert slowest[2].split()[:3] == ["2", "s", str(tmp_path / "e/cells/map_1.nc")]
     assert any(line.endswith("e/figures/occam_hill.png") for line in lines)
     assert lines[-1].startswith("report: snakemake --report")
 
