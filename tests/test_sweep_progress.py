@@ -27,15 +27,16 @@ def test_cells_done_and_time_left_from_calibrated_estimates(tmp_path):
     assert progress.line() == "bnnsweep: 0/4 cells fitted (0%) in 0 s"
     now[0] = 2.5
     open(paths[1], "w").close()  # 5 s of work in 2.5 s: parallelism 2; map takes half
-    # left: map 30 x 0.5 = 15, vi (no cell yet: its typical time) 30 + 20 = 65
-    assert progress.raw_left() == 65 / 2
-    assert progress.line() == "bnnsweep: 1/4 cells fitted (25%) in 2 s, about 32 s left"
+    # left: map 30 x 0.5 = 15, vi (no cell yet: scaled as all finished cells, 0.5)
+    # (30 + 20) x 0.5 = 25
+    assert progress.raw_left() == 40 / 2
+    assert progress.line() == "bnnsweep: 1/4 cells fitted (25%) in 2 s, about 20 s left"
     now[0] = 10.0
     open(paths[3], "w").close()  # vi measured at 1/15 of its estimate
     # left: map 15 + vi 20 / 15 s of work; parallelism (5 + 2) / 10; the finishing time
-    # shown moves 0.3 of the way from 2.5 + 32.5 = 35 to 10 + 23.3 = 33.3: 34.5, 24.5 s left
+    # shown stays at 2.5 + 20 = 22.5 (never later unless the raw estimate stays above it)
     assert progress.raw_left() == pytest.approx((15 + 20 / 15) / 0.7)
-    assert progress.line() == "bnnsweep: 2/4 cells fitted (50%) in 10 s, about 24 s left"
+    assert progress.line() == "bnnsweep: 2/4 cells fitted (50%) in 10 s, about 12 s left"
     for path in paths[2:]:
         open(path, "w").close()
     assert progress.line() == "bnnsweep: 4/4 cells fitted (100%) in 10 s"
