@@ -91,14 +91,15 @@ def test_cells_are_packed_by_their_typical_time_and_ask_for_their_bound():
     batches = jobsize.plan_batches(cells, jobsize.batching_settings(config))
     assert [len(b.cells) for b in batches] == [per_job, per_job, 1]
     for batch in batches:
-        # first asked: 3x the typical time (and a start-up), at least the floor; a retry of
-        # a job killed at that limit: 3x the bound
-        typical_s = jobsize.typical_seconds(batch.cells)
+        # first asked: 3x the plan's estimate (typical time and a start-up) in whole
+        # minutes, never above it, at least the floor; a retry of a job killed at that
+        # limit: 3x the bound
+        estimate = jobsize.typical_seconds(batch.cells) + jobsize.STARTUP_MEASURED_S
         asked_s = 60 * batch.resources()["runtime"]
-        assert asked_s >= jobsize.SAFETY * typical_s
-        assert asked_s <= max(
-            60 * jobsize.MIN_RUNTIME_MIN, 3 * (typical_s + jobsize.STARTUP_S) + 60
-        )
+        if asked_s > 60 * jobsize.MIN_RUNTIME_MIN:
+            assert jobsize.SAFETY * estimate - 60 < asked_s <= jobsize.SAFETY * estimate
+        else:
+            assert asked_s == 60 * jobsize.MIN_RUNTIME_MIN
         assert (
             60 * batch.resources(attempt=2)["runtime"] >= jobsize.SAFETY * len(batch.cells) * bound
         )

@@ -38,8 +38,9 @@ class Work:
 
     ``typical`` is the share of the bound a fit typically uses, measured, for a method whose
     bound is far above its usual time (an optimiser that stops at its tolerance long before
-    ``max_iter``): cells are packed into jobs by it, while a job still asks the cluster for
-    the bound."""
+    ``max_iter``): the plan and the packing of cells into jobs use it, and a job asks the
+    cluster for three times it (a retried job for its bound). ``fixed_s`` is time a fit
+    spends once whatever its size (compiling its programs), not scaled by ``typical``."""
 
     gradient_calls: float
     batch: int = 1
@@ -48,6 +49,7 @@ class Work:
     points: float | None = None
     call_s: float | None = None
     typical: float = 1.0
+    fixed_s: float = 0.0
 
 
 def no_work_model(settings, n_train: int, n_test: int, n_out: int, n_weights: int) -> None:

@@ -219,16 +219,25 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
 
 
 HMC_TYPICAL = 0.3
-"""Share of the bound an hmc fit takes (``Work.typical``): it runs every step the bound
-counts, but a step of its compiled loop costs less than ``jobsize.CALL_S``. 0.16-0.56 per
-cell on the default sweep's toy and sunspots cells (1.7 for the first, which compiles),
-0.25 of their summed bounds (2026-11-25), rounded up."""
-HMC_CALL_S = 1.2e-4
-"""Fixed cost of one leapfrog step of the chains (the compiled step and the Python around
-each trajectory, compilation spread over the steps): with ``jobsize.CALL_S`` the plan was
-0.17 of the fit CPU measured on the default sweep's four toy cells (1.0-5.2 s; the first
-compiles), with this 0.66 (2026-11-27, ``python benchmarks/plan_vs_measured.py
-config/config.yaml results`` after the default sweep)."""
+"""Share of the bound's step time an hmc fit takes (``Work.typical``): it runs every step
+the bound counts, but a compiled step costs about 3 ns a multiply-add of the chains' passes
+where ``jobsize.MULTIPLY_ADD_S`` counts 10."""
+HMC_CALL_S = 8.3e-5
+"""Fixed cost of one leapfrog step of the chains in the bound (the compiled step and the
+Python around each trajectory): 25 us in a fit, with ``HMC_TYPICAL``."""
+HMC_COMPILE_S = 8.0
+"""CPU time of compiling the sampler's programs, once per network and data shape in a
+process (``Work.fixed_s``). Fit CPU of the default sweep's toy cells, one job, one BLAS
+thread (2026-11-27, fresh clone, ``python benchmarks/plan_vs_measured.py config/config.yaml
+results``): 12.2 and 10.5 s for the first cell of each shape, 0.95 and 1.2 s for the
+same shapes again (40300 steps, 4 chains, N x W = 300-480): about 10 s of compilation and
+25 us a step. Sunspots (N = 209, W = 113) 18.2 s and, in-process
+(``... config/variational.yaml --fit 2 --only hmc_grouped hmc_ard``), 19.6 and 18.9 s;
+Tecator (N = 172, W = 97) 16.0 and 19.5 s, 30300 steps each: with 10 s compiling, 3 ns a
+multiply-add. The old model (steps x 120 us x 0.3, no compile) priced the toy cells at
+0.26 of their CPU and these at 0.37-0.53. Charged to every cell (a job whose cells share
+a shape compiles once), at 8 s: toy 1.47, sunspots 0.95, Tecator 0.74-0.91 of the fit
+CPU."""
 
 
 def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
@@ -236,7 +245,14 @@ def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) 
     initial optimisation; holds every chain's samples and the predictive draws."""
     steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter * s.init_restarts
     held = s.chains * s.samples * (n_weights + 8) + s.predictive_samples * n_test * n_out * 2
-    return Work(steps, batch=s.chains, floats_held=held, call_s=HMC_CALL_S, typical=HMC_TYPICAL)
+    return Work(
+        steps,
+        batch=s.chains,
+        floats_held=held,
+        call_s=HMC_CALL_S,
+        typical=HMC_TYPICAL,
+        fixed_s=HMC_COMPILE_S,
+    )
 
 
 register(

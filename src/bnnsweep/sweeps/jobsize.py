@@ -31,7 +31,7 @@ from .sweep import Cell
 
 CALL_S = 20e-6  # fixed cost of one batched gradient call (Python and numpy overhead)
 MULTIPLY_ADD_S = 10e-9  # one multiply-add of a forward/backward pass, one core
-STARTUP_S = 10.0  # interpreter, imports, data and NetCDF writing
+STARTUP_S = 10.0  # interpreter, imports, data and NetCDF writing: in a bound
 SAFETY = 3.0
 MIN_RUNTIME_MIN = 5  # below this a SLURM time limit only adds scheduling noise
 BASE_MEM_MB = 600  # python + numpy + scipy + xarray + netCDF4, measured RSS about 250 MB
@@ -103,21 +103,19 @@ def fit_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) -> f
     fixed = CALL_S if model.call_s is None else model.call_s
     per_call = fixed + MULTIPLY_ADD_S * points * w * model.batch
     per_hessian = MULTIPLY_ADD_S * (n_train * n_out * w * w + w**3)
-    return model.gradient_calls * per_call + model.hessians * per_hessian
+    return model.fixed_s + model.gradient_calls * per_call + model.hessians * per_hessian
 
 
 def packing_seconds(cell: Cell, shape: tuple[int, int, int, int] | None = None) -> float | None:
-    """The typical time of a cell's fit (its bound times ``Work.typical``): what ``time``
-    batching packs by."""
+    """The typical time of a cell's fit (its bound, less ``Work.fixed_s``, times
+    ``Work.typical``, plus ``fixed_s``): what the plan estimates and ``time`` batching packs
+    by."""
     fit = fit_seconds(cell, shape)
-    return None if fit is None else fit * _typical_share(cell, shape)
-
-
-def _typical_share(cell: Cell, shape: tuple[int, int, int, int] | None) -> float:
-    """``Work.typical`` of a cell's method and settings (1 without a work model)."""
+    if fit is None:
+        return None
     shape = data_shape(cell.dataset, cell.split) if shape is None else shape
     model = _work_of(cell, shape)[2]
-    return 1.0 if model is None else model.typical
+    return model.fixed_s + (fit - model.fixed_s) * model.typical
 
 
 def seconds(cell: Cell, shape: tuple[int, int, int, int]) -> float | None:
@@ -143,13 +141,15 @@ def _round_mb(mb: float) -> int:
 
 
 def runtime_minutes(typical_s: float, bound_s: float, attempt: int = 1) -> int:
-    """The ``runtime`` (minutes) a job asks for: first ``SAFETY`` times its typical time
-    (``packing_seconds``: what the plan estimates) and one start-up, at least
-    ``MIN_RUNTIME_MIN``; a retried job (``attempt`` > 1: killed at that limit, its finished
-    cells kept) asks for ``SAFETY`` times its bound (every restart and iteration to its
-    limit), at least ``attempt`` times the first request. Asking for the bound from the start
-    made a 14 s sweep of variational cells ask for 2.7 hours."""
-    first = max(MIN_RUNTIME_MIN, math.ceil(SAFETY * (STARTUP_S + typical_s) / 60.0))
+    """The ``runtime`` (minutes) a job asks for: first ``SAFETY`` times what the plan
+    estimates for it (its typical time, ``packing_seconds``, and a start-up,
+    ``STARTUP_MEASURED_S``) in whole minutes, never more, at least ``MIN_RUNTIME_MIN``; a
+    retried job (``attempt`` > 1: killed at that limit, its finished cells kept) asks for
+    ``SAFETY`` times its bound (every restart and iteration to its limit), at least
+    ``attempt`` times the first request. Asking for the bound from the start made a 14 s
+    sweep of variational cells ask for 2.7 hours; with a 10 s start-up and the minute
+    rounded up, jobs above the floor asked for 3.1-3.45 times the plan's estimate."""
+    first = max(MIN_RUNTIME_MIN, math.floor(SAFETY * (STARTUP_MEASURED_S + typical_s) / 60.0))
     if attempt <= 1:
         return first
     return max(first * attempt, math.ceil(SAFETY * (STARTUP_S + bound_s) / 60.0))
@@ -531,7 +531,7 @@ def plan_rows(config: dict, cells: list[Cell], results_dir) -> Plan:
                 if "ratio" in measured:
                     row["estimate"] += fit * measured["ratio"]
                 else:
-                    row["estimate"] += fit * _typical_share(cell, None)
+                    row["estimate"] += packing_seconds(cell)
             row["estimate"] += share * STARTUP_MEASURED_S
     return Plan(batches, calib, rows)
 
