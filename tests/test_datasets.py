@@ -57,12 +57,15 @@ OTHER_SHAPES = {
 ADF_SETS = ("bike_sharing", "breast_cancer", "digits", "mnist", "synthetic_counts",
             "synthetic_softmax10", "synthetic_softmax100", "toy_two_class", "toy_three_class",
             "news_comp_hw", "news_elec_med", "spam_d0", "spam_d1", "reuters_i8", "reuters_i6",
-            "text_standin", "mnist_standin", "bike_sharing_standin")  # fmt: skip
+            "text_standin", "mnist_standin", "bike_sharing_standin",
+            "adf_activation_grid")  # fmt: skip
 # (the paper 004 text sets and stand-ins are tested in test_adf_paper004.py)
 # data of the thesis's other models (chs. 1-4, 6.5), tested beside their methods
 THESIS_SETS = ("bars_4x4", "bm_random_10", "bm_two_point", "crabs_ripley", "digits_binary",
                "galland_6bit", "ica_images", "ica_toy", "pima_ripley", "sbn_random_246",
-               "thesis_ch1")  # fmt: skip
+               "thesis_ch1", "g2_range")  # fmt: skip
+# paper 002 fig. 1's two-weight regression (a stand-in: the paper prints no data)
+PAPER_SETS = ("two_weight_toy",)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +105,7 @@ def _splits_equal(a: datasets.Dataset, b: datasets.Dataset) -> None:
 
 
 def test_names_sorted_and_complete():
-    expected = sorted([*UCI_ROWS, *OTHER_SHAPES, *ADF_SETS, *THESIS_SETS])
+    expected = sorted([*UCI_ROWS, *OTHER_SHAPES, *ADF_SETS, *THESIS_SETS, *PAPER_SETS])
     assert datasets.names() == expected
 
 

@@ -110,6 +110,15 @@ METHOD_COLOURS = {
     "ltu": "#CC6677",
     "vb_ica": "#661100",
     "ch1_checks": "#777777",
+    # methods of one figure each (thesis figs. 1.x, 5.4-5.6, app. C; papers 002, 004): Tol's
+    # bright and vibrant colours, named here so that they leave every spare colour to a
+    # config's own labels
+    "least_squares": "#4477AA",
+    "posterior_slices": "#228833",
+    "vi_mixture_target": "#AA3377",
+    "gaussian_fits": "#EE6677",
+    "adf_activations": "#0077BB",
+    "g2_approximation": "#009988",
 }
 """A registered method's own colour, the same in every figure (hex RGB). Chosen to stay apart
 under simulated protanopia, deuteranopia and tritanopia within each group drawn together and
@@ -152,9 +161,11 @@ def colour_distance(a, b) -> float:
 
 
 def _farthest_colours(n: int, taken: list) -> list:
-    """``n`` colours from 36 husl hues, each in turn the candidate farthest (``colour_distance``)
-    from every colour already taken, so that no extra label lands next to a method's own."""
-    candidates = theme.palette("husl")
+    """``n`` colours from 36 husl hues at two lightnesses (seaborn's, and its RGB times 0.6),
+    each in turn the candidate farthest (``colour_distance``) from every colour already taken,
+    so that no extra label lands next to a method's own."""
+    husl = theme.palette("husl")
+    candidates = husl + [tuple(0.6 * c for c in rgb) for rgb in husl]
     chosen: list = []
     for _ in range(n):
         used = list(taken) + chosen
