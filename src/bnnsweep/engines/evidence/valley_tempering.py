@@ -32,12 +32,14 @@ check of the valley search is reported beside the estimate.
 Moves, each leaving p_lambda invariant (per rung; rung 0 takes exact reference draws):
 
 1. Gibbs update of the label k given u, from r(u, k) (the same at every lambda);
-2. HMC in the label's whitened coordinates x = L_k^-1 (u - c_k), potential
-   U_k(x) = |x|^2 / 2 - ln pi_k + lambda phi'(c_k + L_k x); an end point outside C is
-   rejected (the folded density is zero there);
+2. HMC in the label's coordinates x = L_k^-1 (u - c_k), potential U_k(x) = -ln r(c_k + L_k x,
+   k) - ln |det L_k| + lambda phi'(c_k + L_k x), the density of p_lambda in x: for a
+   valley's Gaussian |x|^2 / 2 - ln pi_k + const, for the prior's component (centre 0, unit
+   frame) -ln pi_K - ln |G| + E_0(x); an end point outside C is rejected (the folded density
+   is zero there);
 3. a valley jump at fixed x: k' uniform, u' = c_k' + L_k' x, accepted with probability
-   1[u' in C] min(1, pi_k' / pi_k exp(-lambda (phi'(u') - phi'(u)))) (the corresponding
-   point of another valley; a Metropolis move on (x, k));
+   1[u' in C] min(1, exp(U_k(x) - U_k'(x))) (the corresponding point of another valley; a
+   Metropolis move on (x, k), whose density U carries the Jacobian |det L_k|);
 4. swaps of (u, k) between neighbouring rungs, min(1, exp((lambda_i+1 - lambda_i)
    (phi'_i+1 - phi'_i))), even and odd pairs in turn (``tempering``).
 
@@ -322,14 +324,25 @@ def _programs(target, n_leapfrog: int):
         value = energy(u) - log_group + jax.scipy.special.logsumexp(components(ref, u))
         return jnp.nan_to_num(value, nan=jnp.inf)
 
+    def label_potential(ref, k, x, lam):
+        """U_k(x) = -ln r(c_k + L_k x, k) - ln |det L_k| + lambda phi'(c_k + L_k x): minus the
+        log density of p_lambda in the label's coordinates x (module doc, move 2). For a
+        Gaussian component -ln r - ln |det L_k| = |x|^2 / 2 - ln pi_k + (W/2) ln 2 pi; for the
+        prior's (centre 0, unit frame) it is -ln pi_K - ln |G| + E_0(x), not |x|^2 / 2."""
+        u = ref["centres"][k] + ref["factors"][k] @ x
+        log_r = components(ref, u)
+        phi = energy(u) - log_group + jax.scipy.special.logsumexp(log_r)
+        value = -(log_r[k] + ref["log_det"][k]) + lam * phi
+        return jnp.nan_to_num(value, nan=jnp.inf)
+
     def move(key, u, k, lam, step, ref, consts):
         """Gibbs label, HMC in the label's whitened coordinates, valley jump (module doc)."""
         k_lab, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 6)
         k = jax.random.categorical(k_lab, components(ref, u))
         c, f, inv = ref["centres"][k], ref["factors"][k], ref["inverses"][k]
 
-        def potential(x, c=c, f=f, kk=k):
-            return 0.5 * jnp.dot(x, x) - ref["log_weights"][kk] + lam * phi_prime(ref, c + f @ x)
+        def potential(x, kk=k):
+            return label_potential(ref, kk, x, lam)
 
         value_and_grad = jax.value_and_grad(potential)
         x = inv @ (u - c)
@@ -348,7 +361,7 @@ def _programs(target, n_leapfrog: int):
         # valley jump at fixed x
         k2 = jax.random.randint(k_jump, (), 0, ref["centres"].shape[0])
         u2 = ref["centres"][k2] + ref["factors"][k2] @ x
-        there = 0.5 * jnp.dot(x, x) - ref["log_weights"][k2] + lam * phi_prime(ref, u2)
+        there = label_potential(ref, k2, x, lam)
         log_a = jnp.where(inside(u2) & jnp.isfinite(there), here - there, -jnp.inf)
         jump = jnp.log(jax.random.uniform(k_jacc, (), x.dtype)) < log_a
         moved_valley = jump & (k2 != k)
