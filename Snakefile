@@ -15,10 +15,10 @@ from bnnsweep.sweeps.config import ConfigError, check_config_files, expand, vali
 from bnnsweep.sweeps.jobsize import batching_settings, plan_batches
 from bnnsweep.sweeps.result_check import cell_states, refit_marker, remove_refit_markers
 from bnnsweep.sweeps.runlock import (
-    clear_stale_locks,
     forget_owner,
     hold_results_dir,
     record_owner,
+    take_working_directory,
 )
 from bnnsweep.sweeps.sweep_progress import print_summary, start_sweep_progress
 from bnnsweep.sweeps.table_kinds import TABLE_KINDS
@@ -44,9 +44,10 @@ report: "workflow/report/workflow.rst"
 
 
 # A sweep killed with SIGKILL leaves Snakemake's lock behind; the same command resumes it:
-# the lock is removed when the run that took it is gone (bnnsweep.sweeps.runlock), never otherwise.
+# the lock is removed when the run that took it is provably gone, never otherwise; this run
+# marks itself alive until it ends (bnnsweep.sweeps.runlock.take_working_directory).
 if workflow.is_main_process:
-    clear_stale_locks(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
+    take_working_directory(".snakemake", log=lambda msg: print(msg, file=sys.stderr))
     # the profile's quiet: [reason, host]: Snakemake's per-job blocks and scheduler lines
     # dropped, errors kept (bnnsweep.sweeps.workflow_run.JobBlocks)
     quiet_job_blocks(workflow.output_settings.quiet)

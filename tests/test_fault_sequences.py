@@ -253,8 +253,9 @@ experiments:
 WORKFLOW_SEQUENCES = int(os.environ.get("WORKFLOW_FAULT_SEQUENCES", "4"))
 CELL_FAULTS = ("delete", "truncate", "flip", "swap", "copy", "older")
 FILE_FAULTS = (*CELL_FAULTS, "delete_data", "damage_spec")
-# what a killed run waits for before the kill (if its run ends first, nothing is killed)
-KILL_POINTS = ("started", "fitting", "merging")
+# what a killed run waits for before the kill (if its run ends first, nothing is killed);
+# "locked": Snakemake has taken its lock and onstart has not recorded the owner yet
+KILL_POINTS = ("locked", "started", "fitting", "merging")
 # files that say when and how long, not what: Snakemake's and the jobs' logs, usage records
 # and the results directory's lock (holding the last run's process id)
 NOT_RESULTS = ("logs/", "benchmarks/", ".bnnsweep-run.lock")
@@ -299,19 +300,65 @@ def snakemake_command_line(workdir: Path) -> list[str]:
     )  # fmt: skip
 
 
-def snakemake_sweep(workdir: Path) -> None:
+def snakemake_sweep(workdir: Path) -> str:
+    """The sweep command, run to its end; what it printed to stderr."""
     proc = subprocess.run(
         snakemake_command_line(workdir), capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
+
+
+# The sweep command with onstart's ``runlock.record_owner`` replaced: Snakemake has taken its
+# lock (and onstart the results directory's) when it is called. The process kills itself
+# there ("die"), or marks the point reached in the file $BNNSWEEP_TEST_REACHED and waits.
+STOP_BEFORE_RECORDING = """
+import os, signal, sys, time
+from pathlib import Path
+from bnnsweep.sweeps import runlock
+def stop(*args, **kwargs):
+    if sys.argv[1] == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    Path(os.environ["BNNSWEEP_TEST_REACHED"]).touch()
+    time.sleep(600)
+runlock.record_owner = stop
+from snakemake.cli import main
+main(sys.argv[2:])
+"""
+
+
+def stopped_command_line(workdir: Path, how: str) -> list[str]:
+    """The sweep command, stopped between Snakemake's lock and the owner record: ``how``
+    'die' (SIGKILL) or 'wait'."""
+    command = snakemake_command_line(workdir)
+    at = command.index("snakemake")
+    return [command[0], "-c", STOP_BEFORE_RECORDING, how, *command[at + 1 :]]
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a run and every process below it (a node failure)."""
+    from test_faults import descendants
+
+    victims = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=60)
 
 
 def killed_snakemake_sweep(workdir: Path, point: str) -> None:
     """The sweep command, SIGKILLed with every process below it (a node failure) once
-    ``point`` is reached: the run started (its owner recorded: ``runlock.record_owner``),
-    a batch fitting (its log written), the merge running (its log written)."""
-    from test_faults import descendants
-
+    ``point`` is reached: Snakemake's lock taken and no owner recorded yet (the process
+    kills itself there: ``STOP_BEFORE_RECORDING``), the run started (its owner recorded:
+    ``runlock.record_owner``), a batch fitting (its log written), the merge running (its
+    log written)."""
+    if point == "locked":
+        proc = subprocess.run(stopped_command_line(workdir, "die"), capture_output=True)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+        assert list((workdir / ".snakemake" / "locks").glob("*.lock"))
+        assert not (workdir / ".snakemake" / OWNER_FILE).exists()
+        return
     results = workdir / "results"
     started = time.time()
 
@@ -333,11 +380,7 @@ def killed_snakemake_sweep(workdir: Path, point: str) -> None:
     while proc.poll() is None and not reached() and time.monotonic() < deadline:
         time.sleep(0.01)
     if proc.poll() is None:
-        victims = descendants(proc.pid)
-        os.killpg(proc.pid, signal.SIGKILL)
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_group(proc)
     proc.wait(timeout=60)
 
 
@@ -422,12 +465,21 @@ def test_snakemake_converges_to_the_clean_runs_bytes(clean, clean_snakemake, tmp
 
     snakemake_sweep(workdir)  # the same command, once
 
+    assert_converged(clean_snakemake, root, before, touched, left, faults)
+
+
+def assert_converged(clean_workdir, root, before, touched, left, faults) -> None:
+    """The results directory ``root`` after the sweep command holds the clean run's files,
+    byte for byte, but for the refitted cells (of ``touched``) and the merged file, which
+    differ from them in provenance alone; no healthy cell was written again (its inode,
+    ``before``), none is corrupt or stale; the only other files are ``left`` (put there by
+    the faults) and corrupt cells moved aside."""
     healthy = [p for i, p in enumerate(paths(root)) if i not in touched]
     refitted = [str(p) for p in healthy if identity(p) != before[p]]
     assert not refitted, f"{faults}: healthy cells refitted: {refitted}"
     index = {str(p): c for p, c in zip(paths(root), CELLS, strict=True)}
     assert all(s == "current" for s, _ in cell_states(index, root, True).values()), faults
-    expected, got = results_files(clean_snakemake / "results"), results_files(root)
+    expected, got = results_files(clean_workdir / "results"), results_files(root)
     assert set(expected) <= set(got), (faults, set(expected) - set(got))
     extra = set(got) - set(expected) - left
     touched_names = {paths(root)[i].name for i in touched}
@@ -479,3 +531,55 @@ def test_a_refused_merge_keeps_the_last_good_results(clean, clean_snakemake, tmp
         if "/cells/" not in rel or path.name != paths(root)[1].name:
             assert path.read_bytes() == (root / rel).read_bytes() or rel == "f/merged.nc", rel
     assert numbers(paths(root)[1]) == numbers(paths(clean_snakemake / "results")[1])
+
+
+@pytest.mark.workflow
+def test_a_lock_left_before_the_owner_was_recorded_heals_and_a_live_one_is_kept(
+    clean, clean_snakemake, tmp_path
+):
+    """A run SIGKILLed after Snakemake took its lock and before onstart recorded the owner
+    leaves a lock with no owner record. While a live run holds the lock at that same
+    point (stopped there: it has not recorded itself either), the README's command is
+    refused with a line saying so, and the lock is kept; once that run is killed too, the
+    same command removes the lock, says so in one line, and converges to the clean run's
+    bytes (a cell deleted before the first kill is refitted)."""
+    workdir = tmp_path / "work"
+    shutil.copytree(clean_snakemake, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    root = workdir / "results"
+    before = {p: identity(p) for p in paths(root)}
+    apply(("delete", 2), root, clean.older, touched := set())
+    killed_snakemake_sweep(workdir, "locked")  # asserts: locks, no owner record
+
+    reached = tmp_path / "reached"
+    live = subprocess.Popen(
+        stopped_command_line(workdir, "wait"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "BNNSWEEP_TEST_REACHED": str(reached)},
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not reached.exists() and live.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reached.exists(), live.stderr.read()[-3000:] if live.poll() is not None else ""
+        locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
+        assert locks and not (workdir / ".snakemake" / OWNER_FILE).exists()
+        refused = subprocess.run(
+            snakemake_command_line(workdir), capture_output=True, text=True, timeout=600
+        )
+        assert refused.returncode != 0, refused.stderr[-3000:]
+        assert "another Snakemake of this workflow is running in it" in refused.stderr
+        assert "the lock is kept" in refused.stderr
+        assert sorted((workdir / ".snakemake" / "locks").glob("*.lock")) == locks
+        assert live.poll() is None, "the refused run left the live one alone"
+    finally:
+        kill_group(live)
+    assert not paths(root)[2].exists(), "neither run fitted anything"
+
+    healed = snakemake_sweep(workdir)  # the same command
+
+    assert "removed the Snakemake lock left by a run that was killed" in healed, healed
+    assert "(no owner recorded: killed as it started)" in healed, healed
+    assert_converged(clean_snakemake, root, before, touched, set(), [("locked",)])

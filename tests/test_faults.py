@@ -23,7 +23,15 @@ from bnnsweep import runner
 from bnnsweep.cells import atomic_file
 from bnnsweep.cells import writer as cell_writer
 from bnnsweep.cells.compare import differing_variables
-from bnnsweep.sweeps.runlock import OWNER_FILE, clear_stale_locks, forget_owner, record_owner
+from bnnsweep.sweeps import runlock
+from bnnsweep.sweeps.runlock import (
+    ALIVE_FILE,
+    OWNER_FILE,
+    clear_stale_locks,
+    forget_owner,
+    record_owner,
+    take_working_directory,
+)
 from bnnsweep.sweeps.sweep import Cell
 from bnnsweep.sweeps.workflow_run import snakemake_command
 
@@ -261,6 +269,81 @@ def test_a_lock_taken_after_a_dead_owner_was_recorded_is_kept(tmp_path):
     record_owner(tmp_path)
     forget_owner(tmp_path)  # a run that ends by itself leaves no record behind
     assert not (tmp_path / OWNER_FILE).exists()
+
+
+def dead_owner(directory: Path) -> None:
+    """An owner record of a process that is gone (this one's id, another start time)."""
+    record_owner(directory)
+    owner = json.loads((directory / OWNER_FILE).read_text())
+    owner["start"] = "not this process's start"
+    (directory / OWNER_FILE).write_text(json.dumps(owner))
+
+
+def test_a_lock_no_live_run_holds_is_removed_with_or_without_an_owner(tmp_path, monkeypatch):
+    """A SIGKILL between Snakemake taking its lock and onstart's record_owner leaves a lock
+    and no owner record (or an older run's): when no other process holds the shared flock
+    of live runs (``alone``), the lock is removed, with a line saying so; a live owner's or
+    another host's lock is kept, with a line naming it."""
+    monkeypatch.setattr(runlock, "_HELD", {})
+    lines: list[str] = []
+    lock = tmp_path / "locks" / "0.output.lock"
+    for owner in ("none", "dead", "dead, older than the lock"):
+        lock.parent.mkdir(exist_ok=True)
+        lock.write_text("")
+        if owner != "none":
+            dead_owner(tmp_path)
+        if owner.endswith("lock"):
+            os.utime(tmp_path / OWNER_FILE, (1000, 1000))
+        assert clear_stale_locks(tmp_path, log=lines.append, alone=True), owner
+        assert not lock.exists() and not (tmp_path / OWNER_FILE).exists()
+    assert lines[0].endswith("(no owner recorded: killed as it started)"), lines
+    assert all(line.startswith("bnnsweep: removed the Snakemake lock") for line in lines)
+    lock.write_text("")
+    record_owner(tmp_path)  # this very process: alive
+    assert not clear_stale_locks(tmp_path, log=lines.append, alone=True)
+    assert lock.exists() and f"locked by a live run (pid {os.getpid()})" in lines[-1]
+    owner = (tmp_path / OWNER_FILE).read_text().replace('"host": "', '"host": "elsewhere-')
+    (tmp_path / OWNER_FILE).write_text(owner)
+    assert not clear_stale_locks(tmp_path, log=lines.append, alone=True)
+    assert lock.exists() and "locked by a run on elsewhere-" in lines[-1]
+
+
+def test_a_live_run_of_the_workflow_keeps_a_lock_without_an_owner(tmp_path, monkeypatch):
+    """``take_working_directory``: a run that parses the Snakefile while another process
+    holds the shared flock (a live run, which may have locked and not yet recorded itself)
+    keeps a lock with no owner record, and one newer than a dead owner's record; once that
+    process is gone, the next run removes it; the flock is held after each call."""
+    import fcntl
+
+    def release():  # this process's flock, as when it ends
+        for fd in runlock._HELD.values():
+            os.close(fd)
+        runlock._HELD.clear()
+
+    monkeypatch.setattr(runlock, "_HELD", {})
+    lock = tmp_path / "locks" / "0.input.lock"
+    lock.parent.mkdir()
+    lock.write_text("")
+    live = os.open(tmp_path / ALIVE_FILE, os.O_RDWR | os.O_CREAT)  # another live run
+    fcntl.flock(live, fcntl.LOCK_SH)
+    lines: list[str] = []
+    assert not take_working_directory(tmp_path, log=lines.append)
+    assert lock.exists() and "another Snakemake of this workflow is running" in lines[-1]
+    release()
+    dead_owner(tmp_path)
+    os.utime(tmp_path / OWNER_FILE, (1000, 1000))  # the lock was taken after the record
+    assert not take_working_directory(tmp_path, log=lines.append) and lock.exists()
+    release()
+    os.close(live)  # that run ends (is killed): the kernel drops its flock
+    assert take_working_directory(tmp_path, log=lines.append) and not lock.exists()
+    assert lines[-1].startswith("bnnsweep: removed the Snakemake lock"), lines
+    probe = os.open(tmp_path / ALIVE_FILE, os.O_RDWR)
+    with pytest.raises(OSError):  # this process holds it now, shared
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    os.close(probe)
+    assert not take_working_directory(tmp_path, log=lines.append)  # once per process
+    release()
 
 
 # --- a job killed while writing ---------------------------------------------------------------

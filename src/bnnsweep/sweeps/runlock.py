@@ -1,14 +1,25 @@
 """Resume a sweep whose Snakemake was killed, without a manual ``--unlock``.
 
 Snakemake locks a working directory while it runs and removes the lock when it exits; a
-SIGKILL or a power loss leaves the lock behind and the next run refuses to start. The
-workflow therefore records which process holds the lock (``record_owner``, called once the
-lock is taken) and, when a new run starts, removes the lock only if that process is gone
-(``clear_stale_locks``): same host, no process with that id and start time, and no lock
-newer than the record. A lock held by a live Snakemake, by one on another host, or taken
-after the record (by a run that has not recorded itself yet) is left alone, so two
-concurrent runs in one directory are still refused; a run that ends by itself removes its
-record (``forget_owner``).
+SIGKILL or a power loss leaves the lock behind and the next run refuses to start. Two
+records say whether the run that took a lock is alive:
+
+- every main Snakemake process of the workflow holds a shared ``flock`` on
+  ``.snakemake/bnnsweep_alive.lock`` from the moment it parses the Snakefile until it
+  ends (``take_working_directory``); Snakemake takes its own lock only after parsing, so
+  a live run that holds a lock always holds this one, and the kernel releases it when the
+  process dies, however it dies;
+- the run that holds the lock records its process (``record_owner``, Snakemake's
+  ``onstart``, about a second after the lock is taken) and removes the record when it ends
+  by itself (``forget_owner``); the record names the holder in the lines printed.
+
+When a run starts, the locks are removed (``clear_stale_locks``) only if their owner is
+provably dead: no other process holds the shared ``flock`` (the new run takes it
+exclusively for a moment first) and no owner record names a live process on this host or
+any process on another host; or, while some other process of the workflow is alive there
+(a dry run, say), an owner record names a dead process on this host and no lock is newer
+than that record. A lock held by a live run is kept, with a line saying whose, and
+Snakemake refuses to start.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ import socket
 from pathlib import Path
 
 OWNER_FILE = "bnnsweep_lock_owner.json"
+ALIVE_FILE = "bnnsweep_alive.lock"
+_HELD: dict[str, int] = {}  # {.snakemake directory: this process's shared flock on it}
 
 
 def _start_time(pid: int) -> str | None:
@@ -55,31 +68,96 @@ def forget_owner(snakemake_dir: str | Path = ".snakemake") -> None:
     (Path(snakemake_dir) / OWNER_FILE).unlink(missing_ok=True)
 
 
-def clear_stale_locks(snakemake_dir: str | Path = ".snakemake", log=print) -> bool:
-    """Remove the Snakemake locks of ``snakemake_dir`` if the run that took them has died.
-    Returns whether locks were removed."""
-    snakemake_dir = Path(snakemake_dir)
-    locks = sorted((snakemake_dir / "locks").glob("*.lock"))
-    owner_path = snakemake_dir / OWNER_FILE
-    if not locks or not owner_path.exists():
-        return False
+def _owner(owner_path: Path) -> dict | None:
+    """The owner record (host, pid, start), or None when there is none or it is unreadable."""
     try:
         owner = json.loads(owner_path.read_text())
-        host, pid, start = owner["host"], int(owner["pid"]), owner["start"]
+        return {"host": owner["host"], "pid": int(owner["pid"]), "start": owner["start"]}
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_alive(owner: dict) -> bool:
+    """Whether the process of an owner record on this host is alive (its id and start
+    time)."""
+    return _start_time(owner["pid"]) in (owner["start"], "alive")
+
+
+def clear_stale_locks(
+    snakemake_dir: str | Path = ".snakemake", log=print, alone: bool = False
+) -> bool:
+    """Remove the Snakemake locks of ``snakemake_dir`` if the run that took them has died.
+    ``alone``: no other process holds the shared ``flock`` of live runs
+    (``take_working_directory``), so no live run of the workflow holds a lock there.
+    Returns whether locks were removed; a kept lock gets a line naming its holder."""
+    snakemake_dir = Path(snakemake_dir)
+    locks = sorted((snakemake_dir / "locks").glob("*.lock"))
+    if not locks:
         return False
-    if host != socket.gethostname() or _start_time(pid) in (start, "alive"):
+    owner_path = snakemake_dir / OWNER_FILE
+    owner = _owner(owner_path)
+    if owner is not None and owner["host"] != socket.gethostname():
+        log(
+            f"bnnsweep: this working directory is locked by a run on {owner['host']} (pid "
+            f"{owner['pid']}), which cannot be checked from here; the lock is kept: once "
+            "that run has ended, `snakemake --unlock` removes it"
+        )
         return False
-    recorded = owner_path.stat().st_mtime
-    if any(lock.stat().st_mtime > recorded for lock in locks if lock.exists()):
-        # taken after the recorded owner, by a run that has not recorded itself yet (it does
-        # so ~1 s after locking): it may be alive, so its lock is never removed
+    if owner is not None and _is_alive(owner):
+        log(
+            f"bnnsweep: this working directory is locked by a live run (pid {owner['pid']}); "
+            "the lock is kept: wait until that run ends"
+        )
+        return False
+    if alone:
+        who = f"pid {owner['pid']}" if owner else "no owner recorded: killed as it started"
+    elif owner is not None and not any(
+        lock.stat().st_mtime > owner_path.stat().st_mtime for lock in locks if lock.exists()
+    ):
+        # another run of the workflow is alive here (its flock), but the locks are older than
+        # the dead owner's record: that owner took them
+        who = f"pid {owner['pid']}"
+    else:
+        # taken after the recorded owner, or with no owner recorded, while a run of the
+        # workflow is alive here: it may be that run's, which records itself ~1 s after
+        # locking, so the lock is never removed
+        log(
+            "bnnsweep: this working directory is locked, and another Snakemake of this "
+            "workflow is running in it (it may hold the lock); the lock is kept: wait "
+            "until that run ends"
+        )
         return False
     for lock in locks:
         lock.unlink(missing_ok=True)
     owner_path.unlink(missing_ok=True)
-    log(f"bnnsweep: removed the Snakemake lock left by a run that was killed (pid {pid})")
+    log(f"bnnsweep: removed the Snakemake lock left by a run that was killed ({who})")
     return True
+
+
+def take_working_directory(snakemake_dir: str | Path = ".snakemake", log=print) -> bool:
+    """Mark this process as a live run of the workflow in this working directory (a shared
+    ``flock`` on ``<snakemake_dir>/bnnsweep_alive.lock``, held until the process ends) and
+    first remove the locks of a dead run (``clear_stale_locks``), judged alone if the
+    ``flock`` could be taken exclusively. Called once per process when the Snakefile is
+    parsed (again: nothing is done). Returns whether locks were removed."""
+    import fcntl
+
+    key = str(Path(snakemake_dir).resolve())
+    if key in _HELD:
+        return False
+    path = Path(snakemake_dir) / ALIVE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # not inherited by the jobs
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        alone = True
+    except OSError:
+        alone = False
+    try:
+        return clear_stale_locks(snakemake_dir, log, alone=alone)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # from exclusive: a conversion; else waits a moment
+        _HELD[key] = fd
 
 
 # --- one run at a time per results directory -------------------------------------------------
