@@ -34,9 +34,12 @@ Moves, each leaving p_lambda invariant (per rung; rung 0 takes exact reference d
 1. Gibbs update of the label k given u, from r(u, k) (the same at every lambda);
 2. HMC in the label's coordinates x = L_k^-1 (u - c_k), potential U_k(x) = -ln r(c_k + L_k x,
    k) - ln |det L_k| + lambda phi'(c_k + L_k x), the density of p_lambda in x: for a
-   valley's Gaussian |x|^2 / 2 - ln pi_k + const, for the prior's component (centre 0, unit
-   frame) -ln pi_K - ln |G| + E_0(x); an end point outside C is rejected (the folded density
-   is zero there);
+   valley's Gaussian |x|^2 / 2 - ln pi_k + const, for the prior's component -ln pi_K - ln |G|
+   + E_0(u). A state with the prior's label moves in the coordinates of a valley j drawn
+   from the valleys' responsibilities q(j | u), with the factor q(j | u') / q(j | u) in its
+   acceptance (the prior's unit frame is far too wide where the posterior is: its steps,
+   adapted with the valleys', froze those states). An end point outside C is rejected (the
+   folded density is zero there);
 3. a valley jump at fixed x: k' uniform, u' = c_k' + L_k' x, accepted with probability
    1[u' in C] min(1, exp(U_k(x) - U_k'(x))) (the corresponding point of another valley; a
    Metropolis move on (x, k), whose density U carries the Jacobian |det L_k|);
@@ -132,9 +135,10 @@ class ValleyTemperingSettings:
 
 def cost(settings: ValleyTemperingSettings) -> tuple[float, int]:
     """(gradient-equivalents of the tempering, batch): per iteration and replicate, (L - 1)
-    trajectories of ``leapfrog`` + 1 gradients, a jump and a swap evaluation per rung."""
+    trajectories of ``leapfrog`` + 1 gradients, two evaluations for the jump and one for the
+    swap per rung."""
     s = settings
-    per_iteration = s.replicates * ((s.rungs - 1) * (s.leapfrog + 3) + s.rungs)
+    per_iteration = s.replicates * ((s.rungs - 1) * (s.leapfrog + 4) + s.rungs)
     return float((s.burn_in + s.samples) * per_iteration), s.replicates * s.rungs
 
 
@@ -324,25 +328,37 @@ def _programs(target, n_leapfrog: int):
         value = energy(u) - log_group + jax.scipy.special.logsumexp(components(ref, u))
         return jnp.nan_to_num(value, nan=jnp.inf)
 
-    def label_potential(ref, k, x, lam):
-        """U_k(x) = -ln r(c_k + L_k x, k) - ln |det L_k| + lambda phi'(c_k + L_k x): minus the
-        log density of p_lambda in the label's coordinates x (module doc, move 2). For a
-        Gaussian component -ln r - ln |det L_k| = |x|^2 / 2 - ln pi_k + (W/2) ln 2 pi; for the
-        prior's (centre 0, unit frame) it is -ln pi_K - ln |G| + E_0(x), not |x|^2 / 2."""
-        u = ref["centres"][k] + ref["factors"][k] @ x
+    def label_potential(ref, k, j, x, lam):
+        """U_k(x) = -ln r(u, k) - ln |det L_j| + lambda phi'(u), u = c_j + L_j x: minus the log
+        density of p_lambda(., k) in the coordinates x of frame j (module doc, move 2). With
+        j = k and a Gaussian component -ln r - ln |det L_k| = |x|^2 / 2 - ln pi_k + const;
+        for the prior's label it is -ln pi_K - ln |G| + E_0(u) - ln |det L_j|."""
+        u = ref["centres"][j] + ref["factors"][j] @ x
         log_r = components(ref, u)
         phi = energy(u) - log_group + jax.scipy.special.logsumexp(log_r)
-        value = -(log_r[k] + ref["log_det"][k]) + lam * phi
+        value = -(log_r[k] + ref["log_det"][j]) + lam * phi
         return jnp.nan_to_num(value, nan=jnp.inf)
 
-    def move(key, u, k, lam, step, ref, consts):
-        """Gibbs label, HMC in the label's whitened coordinates, valley jump (module doc)."""
-        k_lab, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 6)
-        k = jax.random.categorical(k_lab, components(ref, u))
-        c, f, inv = ref["centres"][k], ref["factors"][k], ref["inverses"][k]
+    def frame_log_probs(ref, u):
+        """ln q(j | u): the valleys' Gaussians' responsibilities at u (the prior left out),
+        the frame of a prior-labelled state's HMC move."""
+        log_r = jnp.where(ref["is_prior"], -jnp.inf, components(ref, u))
+        return jax.nn.log_softmax(log_r)
 
-        def potential(x, kk=k):
-            return label_potential(ref, kk, x, lam)
+    def move(key, u, k, lam, step, ref, consts):
+        """Gibbs label; HMC in a valley's whitened coordinates (the label's own, or for the
+        prior's label one drawn from q(j | u), with the Metropolis-Hastings factor
+        q(j | u') / q(j | u): the prior's unit frame is far too wide where the posterior is);
+        valley jump (module doc)."""
+        k_lab, k_frame, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 7)
+        k = jax.random.categorical(k_lab, components(ref, u))
+        prior_label = ref["is_prior"][k]
+        log_q = frame_log_probs(ref, u)
+        j = jnp.where(prior_label, jax.random.categorical(k_frame, log_q), k)
+        c, f, inv = ref["centres"][j], ref["factors"][j], ref["inverses"][j]
+
+        def potential(x, kk=k, jj=j):
+            return label_potential(ref, kk, jj, x, lam)
 
         value_and_grad = jax.value_and_grad(potential)
         x = inv @ (u - c)
@@ -350,18 +366,19 @@ def _programs(target, n_leapfrog: int):
         p = jax.random.normal(k_mom, x.shape, x.dtype)
         eps = step * jax.random.uniform(k_jit, (), x.dtype, 0.9, 1.1)
         x1, p1, u1, _ = hmc.leapfrog(value_and_grad, x, p, g0, eps, n_leapfrog)
-        d_h = u1 + 0.5 * jnp.dot(p1, p1) - u0 - 0.5 * jnp.dot(p, p)
         new_u = c + f @ x1
+        frame_term = jnp.where(prior_label, log_q[j] - frame_log_probs(ref, new_u)[j], 0.0)
+        d_h = u1 + 0.5 * jnp.dot(p1, p1) - u0 - 0.5 * jnp.dot(p, p) + frame_term
         ok = jnp.isfinite(d_h) & jnp.all(jnp.isfinite(x1)) & inside(new_u)
         accept_prob = jnp.where(ok, jnp.exp(jnp.minimum(0.0, -jnp.where(ok, d_h, 0.0))), 0.0)
         accepted = jax.random.uniform(k_acc, (), x.dtype) < accept_prob
-        x = jnp.where(accepted, x1, x)
         u = jnp.where(accepted, new_u, u)
-        here = jnp.where(accepted, u1, u0)  # U_k(x)
-        # valley jump at fixed x
+        # valley jump at fixed x in the label's own frame (the prior's: x = u)
+        x = ref["inverses"][k] @ (u - ref["centres"][k])
+        here = label_potential(ref, k, k, x, lam)
         k2 = jax.random.randint(k_jump, (), 0, ref["centres"].shape[0])
         u2 = ref["centres"][k2] + ref["factors"][k2] @ x
-        there = label_potential(ref, k2, x, lam)
+        there = label_potential(ref, k2, k2, x, lam)
         log_a = jnp.where(inside(u2) & jnp.isfinite(there), here - there, -jnp.inf)
         jump = jnp.log(jax.random.uniform(k_jacc, (), x.dtype)) < log_a
         moved_valley = jump & (k2 != k)
@@ -470,6 +487,7 @@ def run_valley_tempering(
             ladder = replace_ladder(ladder, 1.0 - swap, s.ladder_power, s.ladder_floor)
         labels_k = rec[6][half:]  # (T, R, L)
         occupancy = np.bincount(labels_k[..., -1].ravel(), minlength=K) / labels_k[..., -1].size
+        prior_label = float(occupancy[reference.valleys < 0].sum())
         reference = reference.with_weights(np.log(_adapted_weights(reference, occupancy, s)))
         upper = np.bincount(labels_k[..., L // 2 :].ravel(), minlength=K)
         keep = np.flatnonzero((upper > 0) | (reference.valleys < 0))  # the prior stays
@@ -485,7 +503,7 @@ def run_valley_tempering(
         if log is not None:
             log(f"  valley tempering burn-in round {r + 1}/{rounds}: swap acceptance min "
                 f"{swap.min():.2f}, barrier {np.sum(1 - swap):.2f}, top-rung occupancy "
-                f"{np.array2string(occupancy, precision=2)}")  # fmt: skip
+                f"{np.array2string(occupancy, precision=2)}, prior's label {prior_label:.2f}")  # fmt: skip
     if carry[3] is None:
         carry[3] = jax.vmap(jax.vmap(hmc.dual_averaging_init))(carry[4])
     carry, rec = sweep(carry, int(s.samples), False, reference)
