@@ -4,7 +4,7 @@ its test NMSE and whether its hyperparameters mix, per seed, for given settings.
 Each seed is one fit of the method's own code (the same random stream as a cell of that
 seed). Printed per seed: the test NMSE (MSE over the test targets' variance, as
 ``bnnsweep.metrics``), the rank-normalised split R-hat across chains of ln beta and of every
-ln alpha_k, the cell's status, the divergent kept trajectories, the acceptance rate and the
+ln alpha_k, the cell's status, the divergent trajectories after burn-in (of all, thinned out or kept), the acceptance rate and the
 posterior means of the hyperparameters; then the NMSE mean +- s.e. over the seeds.
 
 Run (the thesis's protocol, one alpha; then the grouped prior with longer chains):
@@ -52,7 +52,7 @@ def one_seed(split, settings, seed: int) -> dict:
         },
         "status": result.status,
         "divergent": result.diagnostics["divergent"],
-        "kept": betas.size,
+        "trajectories": result.diagnostics["trajectories"],
         "acceptance": result.diagnostics["acceptance_rate"],
         "alpha": dict(zip(groups, alphas.mean(axis=(0, 1)).round(3).tolist(), strict=True)),
         "beta": float(betas.mean()),
@@ -84,7 +84,7 @@ def main() -> None:
         nmse.append(r["nmse"])
         rhats = ", ".join(f"{k} {v:.3f}" for k, v in r["rhat"].items())
         print(f"seed {seed}: NMSE {r['nmse']:.4f}, RMSE {r['rmse']:.4f}; R-hat {rhats}; status {r['status']}; "
-              f"divergent {r['divergent']}/{r['kept']}; acceptance {r['acceptance']:.2f}; "
+              f"divergent {r['divergent']}/{r['trajectories']} trajectories; acceptance {r['acceptance']:.2f}; "
               f"<alpha> {r['alpha']}, <beta> {r['beta']:.2f}; CPU {r['cpu_s']:.0f} s",
               flush=True)  # fmt: skip
         if args.per_chain:

@@ -62,6 +62,7 @@ class HMCSettings(ModelSettings):
     alpha_init: float = 0.3
     beta_init: float = 200.0
     predictive_samples: int = 300
+    step_scale: str = "none"
 
     def validate(self) -> None:
         super().validate()
@@ -72,6 +73,7 @@ class HMCSettings(ModelSettings):
             check_positive(key, getattr(self, key))
         check_positive("burn_in", self.burn_in, allow_zero=True)
         check_choice("init", self.init, ("map", "prior"))
+        check_choice("step_scale", self.step_scale, STEP_SCALES)
         check_sampler_fractions(self.target_accept, self.persistence)
 
 
@@ -89,7 +91,23 @@ def hyperparameter_rhats(betas: np.ndarray, alphas: np.ndarray, groups) -> tuple
     return rhat, rhat_alpha, slow
 
 
-def _target(spec: jax_network.NetworkSpec, noise: GammaPrior):
+STEP_SCALES = ("none", "prior", "curvature")
+"""How each weight's step is scaled (a diagonal mass matrix M(alpha, beta) of the trajectory,
+drawn afresh with the hyperparameters; ``engines.mcmc.hmc.transition``): ``none``, M = I (one
+step size for every weight); ``prior``, M_i = alpha_k(i), each weight's step in proportion to
+its prior width (Neal 1996 sec. 3.5.2 sets step sizes from the hyperparameters); ``curvature``,
+M_i = alpha_k(i) + beta h_i, the diagonal of the Gauss-Newton Hessian of M(w) = beta E_D +
+sum_k alpha_k E_Wk, with h_i = sum_n sum_p (dy_p(x_n)/dw_i)^2 at the chains' starts (their
+mean: fixed before sampling, so that M depends on alpha and beta only)."""
+
+
+def curvature_diagonal(net, w0: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """h_i = sum_n sum_p (dy_p(x_n)/dw_i)^2, averaged over the rows of ``w0`` (C, W): the data
+    term's Gauss-Newton diagonal per unit beta (thesis eq. 5.23's A without the prior)."""
+    return (net.jacobian(w0, x) ** 2).sum(axis=(1, 2)).mean(axis=0)
+
+
+def _target(spec: jax_network.NetworkSpec, noise: GammaPrior, step_scale: str = "none"):
     """U(w) = beta E_D + sum_k alpha_k E_Wk and the Gibbs draw of (alpha, beta), with the
     data (x, t) as the sampler's shared parameters; one pair per architecture, prior and
     noise prior in a process, so that every cell of a batch with the
@@ -97,28 +115,35 @@ def _target(spec: jax_network.NetworkSpec, noise: GammaPrior):
     key = (
         spec.n_inputs, spec.n_hidden, spec.n_outputs, spec.activation,
         tuple(spec.group_index.tolist()), tuple(spec.prior_shapes.tolist()),
-        tuple(spec.prior_rates.tolist()), float(noise.shape), float(noise.rate),
+        tuple(spec.prior_rates.tolist()), float(noise.shape), float(noise.rate), step_scale,
     )  # fmt: skip
     if key not in _TARGETS:
-        _TARGETS[key] = _build_target(spec, noise)
+        _TARGETS[key] = _build_target(spec, noise, step_scale)
     return _TARGETS[key]
 
 
 _TARGETS: dict[tuple, tuple] = {}
 
 
-def _build_target(spec: jax_network.NetworkSpec, noise: GammaPrior):
+def _build_target(spec: jax_network.NetworkSpec, noise: GammaPrior, step_scale: str):
+    """(potential, gibbs, mass) over the shared data (x, t, h): h the curvature diagonal
+    (``curvature_diagonal``; read only by the ``curvature`` mass)."""
     from ..models import jax_network
 
     def potential(data, theta, w):
-        (x, t), (alpha, beta) = data, theta
+        (x, t, _), (alpha, beta) = data, theta
         return jax_network.penalised_error(spec, x, t, w, alpha, beta)
 
     def gibbs(key, data, w, theta):
-        x, t = data
+        x, t, _ = data
         return jax_network.gibbs_hyperparameters(key, spec, x, t, w, noise)
 
-    return potential, gibbs
+    def mass(data, theta):
+        alpha, beta = theta
+        prior = alpha[spec.group_index]
+        return prior + beta * data[2] if step_scale == "curvature" else prior
+
+    return potential, gibbs, None if step_scale == "none" else mass
 
 
 def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print) -> FitResult:
@@ -152,14 +177,17 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
                     best = found
             w0[c] = best.w
     theta0 = (np.full((C, K), settings.alpha_init), np.full(C, settings.beta_init))
-    potential, gibbs = _target(jax_network.objective_spec(objective), noise)
-    data = (jnp.asarray(objective.x), jnp.asarray(objective.t))
+    potential, gibbs, mass = _target(
+        jax_network.objective_spec(objective), noise, settings.step_scale
+    )
+    h = curvature_diagonal(net, w0, objective.x) if settings.step_scale == "curvature" else 0.0
+    data = (jnp.asarray(objective.x), jnp.asarray(objective.t), jnp.asarray(h))
     run = hmc_sampler.sample(
         potential, w0, theta0, data, key_from_rng(rng), shared_params=True,
         n_burn=settings.burn_in, n_samples=settings.samples,
         n_leapfrog_burn=settings.burn_leapfrog, n_leapfrog=settings.leapfrog,
         step_size=settings.step_size, gibbs=gibbs, persistence=settings.persistence,
-        target_accept=settings.target_accept, thin=settings.thin, log=log,
+        target_accept=settings.target_accept, thin=settings.thin, log=log, mass=mass,
     )  # fmt: skip
     S = run.samples.shape[0]
     flat = run.samples.reshape(S * C, -1)
@@ -181,8 +209,12 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
         function_samples=net.forward(drawn, split.x_test),
     )  # fmt: skip
     diverged = run.divergent.sum()
-    if diverged > 0.1 * S * C:
-        result.flag("diverged", f"{diverged} of {S * C} kept trajectories diverged")
+    # every trajectory after burn-in, the thinned-out ones too (S x thin a chain)
+    n_trajectories = S * settings.thin * C
+    if diverged > 0.1 * n_trajectories:
+        result.flag(
+            "diverged", f"{diverged} of {n_trajectories} trajectories after burn-in diverged"
+        )
     rhat, rhat_alpha, slow = hyperparameter_rhats(betas, alphas, prior.group_names)
     if slow:
         result.flag(
@@ -205,6 +237,7 @@ def fit(split: Split, settings: HMCSettings, rng: np.random.Generator, log=print
     result.diagnostics.update(
         acceptance_rate=float(run.accepted.mean()),
         divergent=int(diverged),
+        trajectories=int(n_trajectories),
         divergent_burn_in=int(run.divergent_burn.sum()),
         ess_data_error=effective_sample_size(e_d.T),
         ess_tail_data_error=effective_sample_size(e_d.T, method="tail"),
@@ -241,9 +274,14 @@ CPU."""
 
 
 def work(s: HMCSettings, n_train: int, n_test: int, n_out: int, n_weights: int) -> Work:
-    """Cost model: every leapfrog step of burn-in and sampling (chains batched) and the
-    initial optimisation; holds every chain's samples and the predictive draws."""
-    steps = s.burn_in * s.burn_leapfrog + s.samples * s.leapfrog + s.init_iter * s.init_restarts
+    """Cost model: every leapfrog step of burn-in and sampling (chains batched; the thinned-out
+    trajectories run too: samples x thin of them) and the initial optimisation; holds every
+    chain's samples and the predictive draws."""
+    steps = (
+        s.burn_in * s.burn_leapfrog
+        + s.samples * s.thin * s.leapfrog
+        + s.init_iter * s.init_restarts
+    )
     held = s.chains * s.samples * (n_weights + 8) + s.predictive_samples * n_test * n_out * 2
     return Work(
         steps,

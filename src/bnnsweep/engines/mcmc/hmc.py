@@ -156,9 +156,12 @@ def transition(
     ``mass(params, theta)`` gives a diagonal mass matrix (W,) for the trajectory, e.g. the
     prior precision of each weight under the hyperparameters just drawn (Neal 1996 sec.
     3.5.2 scales each weight's step by its prior width in the same way); the momentum is
-    drawn from N(0, M) and the kinetic energy is p^T M^-1 p / 2. None: M = I. (Partial
-    momentum refresh assumes a fixed M: use a mass that changes with theta only without
-    persistence.)
+    drawn from N(0, M) and the kinetic energy is p^T M^-1 p / 2. None: M = I. With partial
+    momentum refresh and a mass that changes with theta, the kept momentum is carried in
+    whitened coordinates z = M(theta)^-1/2 p: z ~ N(0, I) whatever theta is, so the Gibbs
+    step (theta | w), the refresh z <- decay z + sqrt(1 - decay^2) n and the trajectory at
+    fixed theta each leave exp(-U) N(z; 0, I) invariant; the momentum of the trajectory is
+    then M(theta_new)^1/2 z (for a fixed mass this is the momentum kept, unchanged).
 
     ``recompute``: U and dU/dw at w are evaluated afresh (needed after the Gibbs step or when
     ``params`` changed since the last iteration). ``consts`` holds the traced scalars
@@ -176,13 +179,16 @@ def transition(
     else:  # traced: both branches compiled, one run
         u, grad = jax.lax.cond(recompute, value_and_grad, lambda _: (state.u, state.grad), state.w)
     decay = consts["persistence"]
+    kept = state.p
     if mass is None:
         root_mass, inv_mass = 1.0, 1.0
     else:
         m = mass(params, theta)
         root_mass, inv_mass = jnp.sqrt(m), 1.0 / m
+        if gibbs is not None:  # theta moved: the kept momentum's whitened z under the new mass
+            kept = state.p * (root_mass / jnp.sqrt(mass(params, state.theta)))
     noise = root_mass * jax.random.normal(k_mom, state.w.shape, state.w.dtype)
-    p = jnp.where(decay > 0, decay * state.p + jnp.sqrt(1.0 - decay**2) * noise, noise)
+    p = jnp.where(decay > 0, decay * kept + jnp.sqrt(1.0 - decay**2) * noise, noise)
     jitter = consts["jitter"]
     eps = step * jax.random.uniform(k_jit, (), state.w.dtype, 1.0 - jitter, 1.0 + jitter)
     h0 = u + 0.5 * jnp.dot(p, inv_mass * p)
@@ -268,7 +274,7 @@ def in_groups(fn, group: int | None, *args):
 
 @lru_cache(maxsize=8)
 def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, adapt,
-              recompute_burn, recompute_keep, params_axis, group):  # fmt: skip
+              recompute_burn, recompute_keep, params_axis, group, mass=None):  # fmt: skip
     """The compiled pieces of ``sample`` for one target and configuration (cached, so that
     repeated calls with the same functions trace and compile once). ``params_axis`` is 0
     when ``params`` has a leading chain axis, None when all chains share it; the iterations
@@ -298,6 +304,8 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
         key_init, key_loop = jax.random.split(key)
         u, grad = jax.vmap(chain_value_and_grad, in_axes=(params_axis, 0, 0))(params, theta, w)
         p = jax.random.normal(key_init, w.shape, w.dtype) if momentum else jnp.zeros_like(w)
+        if momentum and mass is not None:  # drawn from N(0, M(theta)), as in ``transition``
+            p = p * jnp.sqrt(jax.vmap(mass, in_axes=(params_axis, 0))(params, theta))
         return ChainState(w, p, u, grad, theta), jax.vmap(dual_averaging_init)(step), key_loop
 
     @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
@@ -323,7 +331,7 @@ def _programs(potential, gibbs, burn_params, n_leapfrog_burn, n_leapfrog, thin, 
                 moved = jax.vmap(burn_params, in_axes=(None, params_axis))(it, params)
                 p_it = jax.tree_util.tree_map(lambda a, b: jnp.where(burning, a, b), moved, params)
             one = partial(
-                transition, potential=potential, gibbs=gibbs,
+                transition, potential=potential, gibbs=gibbs, mass=mass,
                 n_steps=static_or_traced(n_leapfrog_burn, n_leapfrog, burning),
                 recompute=static_or_traced(recompute_burn, recompute_keep, burning),
             )  # fmt: skip
@@ -404,6 +412,7 @@ def sample(
     log: Callable[[str], None] | None = None,
     shared_params: bool = False,
     group: int | str | None = "cache",
+    mass: MassFn | None = None,
 ) -> HMCResult:
     """Run ``n_burn`` burn-in iterations (step sizes adapted by dual averaging when ``adapt``,
     trajectories of ``n_leapfrog_burn`` steps, ``burn_params(it, params)`` as the chain's
@@ -420,7 +429,8 @@ def sample(
     advance ``group`` at a time (``in_groups``; "cache": as many as ``chains_per_group``
     says, None: all at once), which changes no number beyond rounding. ``log``
     receives a progress line ten times; the loop then runs in ten compiled chunks, which
-    changes no number.
+    changes no number. ``mass(params, theta)``: a diagonal mass matrix of each trajectory
+    (``transition``); the step size then applies to the scaled coordinates.
     """
     w = jnp.asarray(w0, dtype=jnp.float64)
     if w.ndim != 2:
@@ -444,7 +454,7 @@ def sample(
         group = chains_per_group(potential, params, theta0, w, params_axis)
     init, refresh, advance = _programs(
         potential, gibbs, burn_params, int(n_leapfrog_burn), int(n_leapfrog), int(thin),
-        adapting, recompute_burn, recompute_keep, params_axis, group,
+        adapting, recompute_burn, recompute_keep, params_axis, group, mass,
     )  # fmt: skip
     consts = {
         "persistence": np.float64(persistence),
