@@ -13,7 +13,13 @@ min_version("8.10")
 
 from bnnsweep.sweeps.config import ConfigError, check_config_files, expand, validate
 from bnnsweep.sweeps.jobsize import batching_settings, plan_batches
-from bnnsweep.sweeps.result_check import cell_states, refit_marker, remove_refit_markers
+from bnnsweep.sweeps.result_check import (
+    cell_states,
+    merged_state,
+    refit_marker,
+    remerge_marker,
+    remove_rerun_markers,
+)
 from bnnsweep.sweeps.runlock import (
     forget_owner,
     hold_results_dir,
@@ -55,14 +61,14 @@ if workflow.is_main_process:
 
 onsuccess:
     forget_owner(".snakemake")
-    remove_refit_markers(RESULTS)
+    remove_rerun_markers(RESULTS)
     # cells by status and method, the slowest, the figures (bnnsweep.sweeps.sweep_progress.summary)
     print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr), log)
 
 
 onerror:
     forget_owner(".snakemake")
-    remove_refit_markers(RESULTS)
+    remove_rerun_markers(RESULTS)
     print_summary(CELLS, RESULTS, lambda line: print(line, file=sys.stderr), log)
 
 
@@ -156,5 +162,6 @@ rule all:
         [merged_file(e) for e in EXPERIMENTS],
         [figure_files(e) for e in EXPERIMENTS],
         [redo_marker(b) for b in BATCHES if batch_needs_refit(b)],
+        [remerge_outputs(e) for e in EXPERIMENTS],
         # a prepared dataset deleted while every cell is current is prepared again
         sorted({f"{RESULTS}/data/{c.dataset}.nc" for c in CELLS.values()}),

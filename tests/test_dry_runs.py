@@ -1,7 +1,8 @@
 """Side-effect-free parsing (issue 36): a Snakemake invocation that runs no job (`-n`,
 `--summary`, `--lint`, `--report`) writes and moves nothing under results_dir, whatever
-the state of the cells there (damaged, stale, missing) and whatever else the directory
-holds; the next real run then refits exactly the damaged cells."""
+the state of the cells there (damaged, stale, missing) or of the merged file (damaged) and
+whatever else the directory holds; the next real run then refits exactly the damaged cells
+and merges again."""
 
 import hashlib
 import subprocess
@@ -34,6 +35,10 @@ def test_invocations_that_run_no_job_touch_nothing(tmp_path):
     truncated.write_bytes(truncated.read_bytes()[:3000])
     copied_over.write_bytes(deleted.read_bytes())  # intact, but another cell's file
     deleted.unlink()
+    merged = results / "smoke" / "merged.nc"  # one bit flipped: merged again
+    damaged = bytearray(merged.read_bytes())
+    damaged[len(damaged) // 3] ^= 8
+    merged.write_bytes(bytes(damaged))
     (results / "exports").mkdir()
     (results / "exports" / "someone_elses.nc").write_bytes(b"not ours")
     before = tree(results)

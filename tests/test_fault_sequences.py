@@ -1,13 +1,14 @@
 """Convergence as the contract (issue 36): after any sequence of faults - cells deleted,
 truncated, bit-flipped, swapped, copied over one another, replaced by a file of older
-code, the prepared data deleted, a batch killed part-way (half a temporary file left) - the
-sweep run once brings the results back to the numbers of a clean run, refitting only the
-cells the faults touched.
+code, the prepared data deleted, the merged file truncated, bit-flipped or replaced, a
+batch killed part-way (half a temporary file left) - the sweep run once brings the results
+back to the numbers of a clean run, refitting only the cells the faults touched.
 
 The sweep is the workflow's own decision, run in-process so that 200 sequences cost ~85 s
 of CPU: ``result_check.cell_states`` (what the Snakefile reads to choose the batches to
 rerun), ``runner.fit_batch`` (what the batch job runs), then the merge, which judges every
-cell as the Snakefile does (``merge_cells(expected=...)``), when a cell was refitted. That
+cell as the Snakefile does (``merge_cells(expected=...)``), when a cell was refitted or
+the merged file is not current (``result_check.merged_state``, the Snakefile's test). That
 Snakemake acts on those decisions is checked by a handful of random sequences (fixed seeds)
 of the same faults, plus damaged specs and SIGKILLs of the whole run, each followed by the
 README's command through real Snakemake and compared with a clean Snakemake run's results
@@ -37,7 +38,7 @@ from bnnsweep import datasets, runner
 from bnnsweep.cells.file_seal import seal_problem
 from bnnsweep.cells.reader import read_any
 from bnnsweep.results import merge_cells, write_netcdf_atomic
-from bnnsweep.sweeps.result_check import cell_states, spec_expectations
+from bnnsweep.sweeps.result_check import cell_states, merged_state, spec_expectations
 from bnnsweep.sweeps.runlock import OWNER_FILE
 from bnnsweep.sweeps.sweep import Cell, batch_spec, cell_index, read_batch_spec
 
@@ -84,7 +85,8 @@ def sweep(root: Path) -> set[str]:
         runner.fit_batch(batch_spec(CELLS, False, str(root), True), log=log)
         incomplete.unlink()
     merged = root / "f" / "merged.nc"
-    if fitted or not merged.is_file():  # every cell judged as the workflow's merge judges it
+    if fitted or merged_state(merged, paths(root))[0] != "current":
+        # every cell judged as the workflow's merge judges it
         entries = read_batch_spec(batch_spec(CELLS, False, str(root), True), "merge spec")[2]
         write_netcdf_atomic(merge_cells(expected=spec_expectations(entries)), merged)
     return fitted
@@ -104,7 +106,8 @@ def numbers(path: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory):
-    """A clean run, its numbers, and for each cell a file of it made by older code."""
+    """A clean run, its numbers, and for each cell a file of it made by older code (and
+    their merge)."""
     root = tmp_path_factory.mktemp("clean") / "results"
     assert sweep(root) == {c.path_id for c in CELLS}
     older = tmp_path_factory.mktemp("older")
@@ -112,6 +115,7 @@ def clean(tmp_path_factory):
         m.setattr(runner, "code_version", lambda name: "1" * 16)
         for cell, path in zip(CELLS, paths(older), strict=True):
             runner.write_result(runner.fit_cell(cell, root / "data" / "toy_sine.nc", print), path)
+    write_netcdf_atomic(merge_cells(paths(older)), older / "f" / "merged.nc")
     reference = {p.relative_to(root): numbers(p) for p in [*paths(root), root / "f/merged.nc"]}
     return Clean(root, older, reference)
 
@@ -128,6 +132,9 @@ class Clean:
 
 N = len(CELLS)
 cell_no = st.integers(0, N - 1)
+# what is done to the merged file: cut, one bit flipped, replaced by a cell file (the cell
+# at the fraction), by bytes bnnsweep did not write, by the merge of the older cells
+MERGED_DAMAGE = ("truncate", "flip", "cell", "junk", "older")
 FAULTS = st.one_of(
     st.tuples(st.just("delete"), cell_no),
     st.tuples(st.just("truncate"), cell_no, st.floats(0, 0.999)),
@@ -136,6 +143,12 @@ FAULTS = st.one_of(
     st.tuples(st.just("copy"), cell_no, cell_no),
     st.tuples(st.just("older"), cell_no),
     st.tuples(st.just("delete_data")),
+    st.tuples(
+        st.just("damage_merged"),
+        st.sampled_from(MERGED_DAMAGE),
+        st.floats(0, 0.999),
+        st.integers(0, 7),
+    ),
     st.tuples(st.just("kill"), st.integers(0, N - 1)),
 )
 
@@ -174,11 +187,34 @@ def apply(fault, root: Path, older: Path, touched: set[int]) -> set[str]:
     elif kind == "delete_data":
         (root / "data" / "toy_sine.nc").unlink(missing_ok=True)
         return set()
+    elif kind == "damage_merged":
+        damage_merged(root / "f" / "merged.nc", older / "f" / "merged.nc", *fault[1:])
+        return set()
     elif kind == "kill":
         return killed_sweep(root, fault[1])
     if kind != "kill":
         touched.add(fault[1])
     return set()
+
+
+def damage_merged(merged: Path, older: Path, how: str, at: float, bit: int) -> None:
+    """Damage the merged file (``MERGED_DAMAGE``); nothing when there is none."""
+    if not merged.is_file():
+        return
+    data = bytearray(merged.read_bytes())
+    if how == "truncate":
+        merged.write_bytes(data[: int(len(data) * at)])
+    elif how == "flip" and data:
+        data[int(len(data) * at)] ^= 1 << bit
+        merged.write_bytes(bytes(data))
+    elif how == "cell":
+        cell = paths(merged.parents[1])[int(N * at)]
+        if cell.is_file():
+            shutil.copy(cell, merged)
+    elif how == "junk":
+        merged.write_bytes(b"not a merged file")
+    elif how == "older":
+        shutil.copy(older, merged)
 
 
 def killed_sweep(root: Path, after: int) -> set[str]:
@@ -228,6 +264,7 @@ def test_one_sweep_converges_after_any_fault_sequence(clean, tmp_path_factory, f
     index = {str(p): c for p, c in zip(paths(root), CELLS, strict=True)}
     states = cell_states(index, root, True)
     assert all(state == "current" for state, _ in states.values()), (faults, states)
+    assert merged_state(root / "f" / "merged.nc", paths(root)) == ("current", ""), faults
     for rel, expected in reference.items():
         assert seal_problem(root / rel) is None
         assert numbers(root / rel) == expected, (faults, rel)
@@ -252,7 +289,7 @@ experiments:
 # act on the same decisions, kills included, through the README's command.
 WORKFLOW_SEQUENCES = int(os.environ.get("WORKFLOW_FAULT_SEQUENCES", "4"))
 CELL_FAULTS = ("delete", "truncate", "flip", "swap", "copy", "older")
-FILE_FAULTS = (*CELL_FAULTS, "delete_data", "damage_spec")
+FILE_FAULTS = (*CELL_FAULTS, "delete_data", "damage_spec", "damage_merged")
 # what a killed run waits for before the kill (if its run ends first, nothing is killed);
 # "locked": Snakemake has taken its lock and onstart has not recorded the owner yet
 KILL_POINTS = ("locked", "started", "fitting", "merging")
@@ -262,12 +299,12 @@ NOT_RESULTS = ("logs/", "benchmarks/", ".bnnsweep-run.lock")
 
 
 def workflow_sequence(number: int) -> list[tuple]:
-    """Random fault sequence ``number`` (a fixed seed each, the same on every run): two
-    faults of the kinds whose turn it is (four sequences cover every kind), up to two more
-    drawn at random, and a run of the sweep command killed at a point taken in turn, at a
-    random place after the first fault."""
+    """Random fault sequence ``number`` (a fixed seed each, the same on every run): three
+    faults of the kinds whose turn it is (the first three sequences cover every kind), up
+    to two more drawn at random, and a run of the sweep command killed at a point taken in
+    turn, at a random place after the first fault."""
     rng = random.Random(f"workflow fault sequence {number}")
-    kinds = [FILE_FAULTS[(2 * number + k) % len(FILE_FAULTS)] for k in (0, 1)]
+    kinds = [FILE_FAULTS[(3 * number + k) % len(FILE_FAULTS)] for k in (0, 1, 2)]
     kinds += rng.choices(FILE_FAULTS, k=rng.randint(0, 2))
     rng.shuffle(kinds)
     faults = []
@@ -283,6 +320,9 @@ def workflow_sequence(number: int) -> list[tuple]:
             faults.append((kind, rng.randrange(2), round(rng.random(), 3)))
         elif kind == "delete_data":
             faults.append((kind,))
+        elif kind == "damage_merged":
+            how = rng.choice(MERGED_DAMAGE)
+            faults.append((kind, how, round(rng.random(), 3), rng.randrange(8)))
         else:
             faults.append((kind, cell))
     kill = ("kill", KILL_POINTS[number % len(KILL_POINTS)])
@@ -405,8 +445,8 @@ def results_files(root: Path) -> dict[str, Path]:
 
 
 # a cell's attributes that say when, how long and at which commit it was fitted, and the
-# checksum over them
-PROVENANCE_ATTRS = {"created", "fit_cpu_s", "git_revision", "content_sha256"}
+# checksum over them; a merged file's key, made of its cells' seals (which cover those)
+PROVENANCE_ATTRS = {"created", "fit_cpu_s", "git_revision", "content_sha256", "merge_key"}
 
 
 def attributes(path: Path) -> dict:
@@ -500,17 +540,59 @@ def assert_converged(clean_workdir, root, before, touched, left, faults) -> None
 
 
 @pytest.mark.workflow
-def test_a_refused_merge_keeps_the_last_good_results(clean, clean_snakemake, tmp_path):
-    """Nothing derived is deleted before its replacement is known to succeed: a cell
-    copied over another (intact, another cell's key) and Snakemake allowed to run the merge
-    only (``--allowed-rules``, standing for any run in which the merge meets a cell that
-    is not current: the newer cell makes the merge rerun, its batch may not), so the merge
-    meets the foreign cell: it refuses it in one line naming the file, writes nothing, and
-    the merged file and tables (``update()`` outputs) stay the clean run's bytes; then the
-    README's command refits the cell and converges."""
+@pytest.mark.parametrize("how", ["flip", "cell"])
+def test_a_damaged_merged_file_is_merged_again_by_the_same_command(
+    clean, clean_snakemake, tmp_path, how
+):
+    """The merged file alone damaged (a bit flipped: its seal does not verify; or a cell
+    file copied over it: intact, but not merged from the experiment's cells), every cell
+    current: a dry run plans the merge and writes nothing under results/; the README's
+    command merges again, with one line saying why, refits nothing, and the results
+    directory converges to the clean run's bytes (tables and figures byte for byte)."""
     workdir = tmp_path / "work"
     shutil.copytree(clean_snakemake, workdir, ignore=shutil.ignore_patterns(".snakemake"))
     root = workdir / "results"
+    before = {p: identity(p) for p in paths(root)}
+    damage_merged(root / "f" / "merged.nc", clean.older / "f" / "merged.nc", how, 0.5, 3)
+    state = merged_state(root / "f" / "merged.nc", paths(root))[0]
+    assert state == {"flip": "corrupt", "cell": "stale"}[how]
+    files = {rel: path.read_bytes() for rel, path in results_files(root).items()}
+    dry = subprocess.run(
+        [*snakemake_command_line(workdir), "-n", "--quiet", "host"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert dry.returncode == 0 and "merge_and_draw_f" in dry.stdout, dry.stderr[-3000:]
+    assert {rel: path.read_bytes() for rel, path in results_files(root).items()} == files
+    assert not (root / "logs" / "f" / "merged.remerged").exists()
+
+    stderr = snakemake_sweep(workdir)  # the same command
+
+    assert f"results/f/merged.nc is {state}" in stderr and "merging it again" in stderr
+    assert_converged(clean_snakemake, root, before, set(), set(), [("damage_merged", how)])
+    assert merged_state(root / "f" / "merged.nc", paths(root)) == ("current", "")
+    assert not list((root / "logs" / "f").glob("merged.remerged*"))
+    rerun = subprocess.run(
+        [*snakemake_command_line(workdir), "-n"], capture_output=True, text=True, timeout=600
+    )
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
+
+
+@pytest.mark.workflow
+def test_a_refused_merge_keeps_the_last_good_results(clean, clean_snakemake, tmp_path):
+    """Nothing derived is deleted before its replacement is known to succeed: a cell
+    copied over another (intact, another cell's key), the merged file damaged (a bit
+    flipped: merged again), and Snakemake allowed to run the merge only
+    (``--allowed-rules``, standing for any run in which the merge meets a cell that
+    is not current: the newer cell makes the merge rerun, its batch may not), so the merge
+    meets the foreign cell: it refuses it in one line naming the file, writes nothing, and
+    the merged file and tables (``update()`` outputs) keep their bytes; then the README's
+    command refits the cell and converges."""
+    workdir = tmp_path / "work"
+    shutil.copytree(clean_snakemake, workdir, ignore=shutil.ignore_patterns(".snakemake"))
+    root = workdir / "results"
+    damage_merged(root / "f" / "merged.nc", clean.older / "f" / "merged.nc", "flip", 0.5, 3)
     derived = {
         rel: p.read_bytes() for rel, p in results_files(root).items() if "/cells/" not in rel
     }
@@ -531,6 +613,8 @@ def test_a_refused_merge_keeps_the_last_good_results(clean, clean_snakemake, tmp
         if "/cells/" not in rel or path.name != paths(root)[1].name:
             assert path.read_bytes() == (root / rel).read_bytes() or rel == "f/merged.nc", rel
     assert numbers(paths(root)[1]) == numbers(paths(clean_snakemake / "results")[1])
+    assert merged_state(root / "f" / "merged.nc", paths(root)) == ("current", "")
+    assert numbers(root / "f" / "merged.nc") == clean.reference[Path("f/merged.nc")]
 
 
 @pytest.mark.workflow

@@ -15,8 +15,13 @@ from bnnsweep import cli, datasets, runner
 from bnnsweep.cells import reader
 from bnnsweep.cells.atomic_file import write_atomic
 from bnnsweep.cells.file_seal import KEY_SIZE, SEAL_SIZE, seal_problem, sealed_key
-from bnnsweep.results import StaleCells, merge_cells
-from bnnsweep.sweeps.result_check import cell_state, spec_expectations
+from bnnsweep.results import StaleCells, merge_cells, write_netcdf_atomic
+from bnnsweep.sweeps.result_check import (
+    cell_state,
+    check_merged,
+    merged_state,
+    spec_expectations,
+)
 from bnnsweep.sweeps.sweep import Cell, batch_spec, read_batch_spec, spec_text
 
 SETTINGS = {"hidden": 0, "grid": 21}
@@ -168,3 +173,58 @@ def test_a_file_replaced_after_it_was_judged_is_not_merged(
     out = tmp_path / "merged.nc"
     code = cli.main(["merge", "--spec", str(write_spec(tmp_path, spec)), "--output", str(out)])
     assert code == 2 and not out.exists()
+
+
+# --- a merged file is judged against the cell files it is merged from ------------------------
+
+
+def test_merged_state_tells_current_corrupt_and_stale(fitted, tmp_path):
+    """``result_check.merged_state`` (the workflow's DAG and ``bnnsweep check``): a merged
+    file is current only when its seal verifies and its key (``checksum.merge_key``) is the
+    one the cell files there give now, in any order; truncated, bit-flipped or replaced
+    by bytes bnnsweep did not write it is corrupt; replaced by a cell file, by the merge of
+    other cells, or merged from an earlier fit of one of the same cells it is stale."""
+    root, spec = fitted
+    files = [Path(e["output"]) for e in spec["cells"]]
+    out = tmp_path / "merged.nc"
+    assert cli.main(["merge", "--spec", str(write_spec(tmp_path, spec)), "--output", str(out)]) == 0
+    with xr.open_dataset(out) as got:
+        assert sealed_key(out) == got.attrs["merge_key"]
+    assert merged_state(out, files) == ("current", "")
+    assert merged_state(out, files[::-1]) == ("current", "")
+    assert merged_state(tmp_path / "none.nc", files)[0] == "missing"
+    data = out.read_bytes()
+    flips = [bytearray(data) for _ in range(3)]
+    for flip, at in zip(flips, (100, len(data) // 2, len(data) - 10), strict=True):
+        flip[at] ^= 1  # the HDF5 data, the middle, the seal's checksum
+    damaged = {
+        "truncated": data[: len(data) // 2],
+        "empty": b"",
+        "junk": b"not a merged file",
+        **{f"flip {i}": bytes(flip) for i, flip in enumerate(flips)},
+    }
+    for case, content in damaged.items():
+        out.write_bytes(content)
+        assert merged_state(out, files)[0] == "corrupt", case
+    out.write_bytes(files[0].read_bytes())  # a cell file in its place
+    assert merged_state(out, files) == (
+        "stale",
+        "it records no merge key (an older bnnsweep wrote it, or it is no merged file)",
+    )
+    write_netcdf_atomic(merge_cells([files[0]]), out)  # the merge of other cells
+    assert merged_state(out, files) == (
+        "stale",
+        "it was not merged from the experiment's cell files",
+    )
+    out.write_bytes(data)
+    refit = tmp_path / "refit.nc"  # seed 1 fitted again: the same cell key, other bytes
+    content = runner.fit_cell(cells()[1], root / "data" / "toy_sine.nc", lambda *_: None)
+    runner.write_result(content, refit)
+    assert sealed_key(refit) == sealed_key(files[1])
+    assert merged_state(out, [files[0], refit]) == (
+        "stale",
+        "it was merged from earlier files of the same cells",
+    )
+    report = check_merged({str(out): files, str(tmp_path / "refit-merged.nc"): [refit]})
+    assert report.current == 1 and report.ok  # one not made yet is the workflow's to make
+    assert not check_merged({str(out): [files[0], refit]}).ok

@@ -337,7 +337,7 @@ def _result_files(results_dir: Path) -> list[Path]:
 
 
 def cmd_check(args) -> int:
-    from .sweeps.result_check import CheckReport, check_cells, check_files, fix
+    from .sweeps.result_check import CheckReport, check_cells, check_files, check_merged, fix
     from .sweeps.sweep import cell_index
 
     config_path = args.config
@@ -349,7 +349,13 @@ def cmd_check(args) -> int:
         results_dir = Path(args.results_dir or config["results_dir"])
         index = {str(results_dir / f"{key}.nc"): c for key, c in cell_index(cells).items()}
         report = check_cells(index, results_dir, check_code=config["code_reruns"])
-        expected = set(index)
+        # each experiment's merged file, against the cell files it is merged from
+        merged = {
+            str(results_dir / e / "merged.nc"): [p for p, c in index.items() if c.experiment == e]
+            for e in config["experiments"]
+        }
+        report.extend(check_merged(merged))
+        expected = set(index) | set(merged)
         print(f"cells of {config_path} under {results_dir}:")
     elif args.results_dir is None:
         raise ValueError("give a results directory, or --config (no config/config.yaml here)")
@@ -368,7 +374,7 @@ def cmd_check(args) -> int:
         fix(report, print)
     if not report.ok:
         print(
-            "the same snakemake command refits them (`bnnsweep check --fix` moves the corrupt "
+            "the same snakemake command refits (merges) them (`bnnsweep check --fix` moves the corrupt "
             "ones aside for inspection first)"
         )
     return 0 if report.ok else 1

@@ -27,8 +27,8 @@ import numpy as np
 
 from . import __version__
 from .cells.atomic_file import write_atomic
-from .cells.checksum import CHECKSUM_ATTR, cell_key, dataset_checksum
-from .cells.file_seal import seal_problem
+from .cells.checksum import CHECKSUM_ATTR, MERGE_KEY_ATTR, cell_key, dataset_checksum, merge_key
+from .cells.file_seal import seal_problem, sealed_record
 from .cells.writer import CellContent, variable
 from .method_base import FitResult
 from .metrics import discrete_metrics as _discrete_metrics
@@ -254,7 +254,8 @@ def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write an ``xr.Dataset`` atomically (``atomic_file.write_atomic``), numeric data
     variables with dimensions zlib-compressed, its content's checksum recorded
     (``cells.checksum``); a cell (its attributes say which) sealed with its key
-    (``checksum.cell_key``), as ``cells.writer.write_cell_atomic`` seals it."""
+    (``checksum.cell_key``), as ``cells.writer.write_cell_atomic`` seals it, and a merged
+    file with the key of the cells it was merged from (its ``merge_key`` attribute)."""
     ds = ds.copy(deep=False)
     ds.attrs = {k: v for k, v in ds.attrs.items() if k != CHECKSUM_ATTR}
     ds.attrs[CHECKSUM_ATTR] = dataset_checksum(ds)
@@ -264,7 +265,7 @@ def write_netcdf_atomic(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         if var.dtype.kind in "fiu" and var.ndim > 0
     }
     write = lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)  # noqa: E731
-    key = cell_key(ds.attrs) if "cell_json" in ds.attrs else None
+    key = cell_key(ds.attrs) if "cell_json" in ds.attrs else ds.attrs.get(MERGE_KEY_ATTR)
     return write_atomic(path, write, sealed=True, key=key)
 
 
@@ -412,33 +413,37 @@ class StaleCells(ValueError):
         )
 
 
-def _read_judged(path: str, expected: Expected | None) -> tuple[str, str, tuple | None]:
-    """(state, why, content: ``cells.reader.read_any``) of one cell file for a merge,
+def _read_judged(path: str, expected: Expected | None) -> tuple[str, str, tuple | None, tuple]:
+    """(state, why, content: ``cells.reader.read_any``, its seal's record) of one cell
+    file for a merge,
     judged by ``result_check.judge_cell`` against ``expected`` (None: the cell it records)
     before any parser reads it; then read, and the key of what was read
-    (``checksum.cell_key`` of its attributes) held to the key judged, so that a file
-    replaced in between is not merged."""
+    (``checksum.cell_key`` of its attributes) held to the key judged, and the seal to the
+    seal judged (``file_seal.sealed_record``, which the merged file's key is made of), so
+    that a file replaced in between is not merged."""
     from .cells.checksum import cell_key
     from .cells.reader import content_problem, read_any
     from .sweeps.result_check import judge_cell
 
     args = (expected.cell, expected.data, expected.code) if expected else (None,)
+    record = sealed_record(path)
     state, why, key = judge_cell(path, *args)
     if state != "current":
-        return state, why, None
+        return state, why, None, record
     try:
         content = read_any(path)
     except Exception as err:  # a damaged file fails in any of netCDF4's ways
-        return "corrupt", f"it cannot be read ({err})", None
+        return "corrupt", f"it cannot be read ({err})", None, record
     if (why := content_problem(content[0], content[2])) is not None:
-        return "corrupt", why, None
+        return "corrupt", why, None, record
     try:
         read_key = cell_key(content[2])
     except ValueError:
         read_key = None
-    if read_key != key:
-        return "stale", "what it holds is not the cell its seal records (replaced while read)", None
-    return "current", "", content
+    if read_key != key or sealed_record(path) != record or record[0] != key:
+        why = "what it holds is not the cell its seal records (replaced while read)"
+        return "stale", why, None, record
+    return "current", "", content, record
 
 
 def merge_cells(
@@ -475,9 +480,9 @@ def merge_cells(
 
     expected = {str(path): e for path, e in (expected or {}).items()}
     files = [*expected, *(str(p) for p in paths if str(p) not in expected)]
-    cells, problems, stale = [], {}, {}
+    cells, records, problems, stale = [], [], {}, {}
     for path in sorted(files, key=natural_order):
-        state, why, content = _read_judged(path, expected.get(path))
+        state, why, content, record = _read_judged(path, expected.get(path))
         if state == "missing":
             raise ValueError(f"{path} is not a cell file: no such file")
         if state == "corrupt":
@@ -486,6 +491,7 @@ def merge_cells(
             stale[path] = why
         else:
             cells.append((path, content))
+            records.append(record)
     if problems:
         moved = {p: str(quarantine(p)) for p in problems} if quarantine_corrupt else {}
         raise CorruptCells(problems, moved)
@@ -540,6 +546,9 @@ def merge_cells(
         "n_runs": len(runs),
         "library_versions": versions,
         "run_coordinates": ",".join(c for c in RUN_COORDS if c in merged.coords),
+        # which cell files it was merged from (their keys and seals), sealed into the file
+        # (write_netcdf_atomic): result_check.merged_state
+        MERGE_KEY_ATTR: merge_key(records),
     }
     return merged
 

@@ -32,6 +32,8 @@ for experiment in EXPERIMENTS:
                 for kind, path in figure_outputs(experiment)
             ],
             tables_csv=[update(path) for path in table_csv_files(experiment)],
+            # made when the merge is done, when a merged file was there and not current
+            remerged=[touch(path) for path in remerge_outputs(experiment)],
         log:
             f"{RESULTS}/logs/{experiment}/merge.log",
         localrule: True

@@ -15,6 +15,33 @@ def cell_files(experiment):
     ]
 
 
+# What is current of each experiment's merged file, read as STATES is (Snakefile): a merged
+# file there whose seal or key does not verify (bnnsweep.sweeps.result_check.merged_state:
+# damaged, replaced, or not merged from the cell files there now) is merged again, by the
+# same command; the merge's outputs are update(), so the old figures and tables stay until
+# the new merge has succeeded.
+MERGED_STATES = {e: merged_state(merged_file(e), cell_files(e)) for e in EXPERIMENTS}
+if workflow.is_main_process:
+    for experiment, (state, why) in MERGED_STATES.items():
+        refits = any(STATES[path][0] != "current" for path in cell_files(experiment))
+        if state != "current" and state != "missing" and not refits:
+            # (a merged file whose cells are refitted is merged again anyway)
+            print(
+                f"bnnsweep: {merged_file(experiment)} is {state}: {why}; merging it again",
+                file=sys.stderr,
+            )
+
+
+def remerge_outputs(experiment):
+    """The marker (bnnsweep.sweeps.result_check.remerge_marker) the merge of an experiment
+    outputs, and `all` asks for, when its merged file is there and not current
+    (``MERGED_STATES``); none otherwise."""
+    state = MERGED_STATES[experiment][0]
+    if state in ("current", "missing"):
+        return []
+    return [str(remerge_marker(RESULTS, experiment))]
+
+
 def figure_outputs(experiment):
     """(kind, file) of every figure and table an experiment draws: a table's Markdown file
     (its CSV is written beside it), a figure in each of the config's `figure_format`s.

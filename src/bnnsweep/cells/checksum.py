@@ -142,3 +142,25 @@ def parse_cell_key(text: str | None) -> tuple[str, str, str] | None:
     if len(parts) != 4 or parts[0] != "C":
         return None
     return parts[1], parts[2], parts[3]
+
+
+# --- what a merged file was merged from: its key, sealed into its file -----------------------
+
+MERGE_KEY_ATTR = "merge_key"
+
+
+def merge_key(records: Iterable[tuple[str | None, str | None]]) -> str:
+    """A merged file's key (sealed after its bytes, and its attribute ``merge_key``) from
+    the (key, seal checksum) of every cell file merged (``file_seal.sealed_record``): ``M:``,
+    the SHA-256 of their seals' checksums, that of their keys (each list sorted: the files'
+    order does not matter) and their number (16 digits), separated by ``:``. A merged file
+    whose key is not the one its experiment's cell files give now was not merged from
+    them: damaged, replaced or left from before a refit (``result_check.merged_state``)."""
+    records = list(records)
+
+    def digest(items) -> str:
+        return hashlib.sha256("\n".join(sorted(items)).encode()).hexdigest()
+
+    seals = digest(seal or "" for _, seal in records)
+    keys = digest(key or "" for key, _ in records)
+    return f"M:{seals}:{keys}:{len(records):016d}"

@@ -11,8 +11,9 @@ longer matches it.
 
 A seal may carry a *key* just before it: ``\0BNNSWEEP-KEY:`` and a fixed-length ASCII text
 (``KEY_LENGTH`` characters), covered by the seal's checksum. A cell's key says which cell it
-is, on which data and by which code (``result_check.CellKey``); a prepared dataset's, the
-checksum of its arrays. Reading a key reads the file's last bytes only, so the workflow
+is, on which data and by which code (``checksum.cell_key``); a prepared dataset's, the
+checksum of its arrays; a merged file's, which cell files it was merged from
+(``checksum.merge_key``: their keys and seals). Reading a key reads the file's last bytes only, so the workflow
 knows what every cell file holds without a NetCDF parser.
 """
 
@@ -75,6 +76,24 @@ def sealed_key(path: str | os.PathLike) -> str | None:
     if not (tail.startswith(KEY_TAG) and tail[KEY_SIZE:].startswith(TAG)):
         return None
     return tail[len(KEY_TAG) : KEY_SIZE].decode("ascii", "replace")
+
+
+def sealed_record(path: str | os.PathLike) -> tuple[str | None, str | None]:
+    """(key, checksum) that ``path``'s seal records (``sealed_key``; the hexadecimal
+    SHA-256 after the tag), None for what it does not record. Reads the file's last bytes
+    only: whether they match is ``seal_problem``'s question."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size < SEAL_SIZE:
+                return None, None
+            fh.seek(size - SEAL_SIZE)
+            trailer = fh.read(SEAL_SIZE)
+    except OSError:
+        return None, None
+    if not trailer.startswith(TAG):
+        return None, None
+    return sealed_key(path), trailer[len(TAG) :].decode("ascii", "replace")
 
 
 def is_sealed(path: str | os.PathLike) -> bool:

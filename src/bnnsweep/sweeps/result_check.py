@@ -1,4 +1,5 @@
-"""The state of a results directory's cell files: current, missing, corrupt or stale.
+"""The state of a results directory's cell and merged files: current, missing, corrupt or
+stale.
 
 A cell file is *corrupt* when it cannot be read or its content does not match the checksum
 it records (``cells.checksum``); *stale* when it is intact but records another cell, other
@@ -6,6 +7,8 @@ settings or an older version of its method's code than the config and code ask f
 *missing* when it is not there. ``bnnsweep check`` lists them; the workflow finds them
 when it builds its DAG, without writing anything, and reruns the batches that hold them
 (``bnnsweep fit-batch`` refits exactly those cells and moves the corrupt ones aside).
+A merged file is judged the same way against the cell files it is merged from
+(``merged_state``), and merged again when it is not current.
 """
 
 from __future__ import annotations
@@ -78,6 +81,37 @@ def judge_cell(
     return (*key_state(key, cell, data, code), key)
 
 
+def merged_state(path: str | Path, cell_files: Sequence[str | Path]) -> tuple[str, str]:
+    """(state, why) of an experiment's merged file ``path``, merged from ``cell_files``:
+    ``missing``; ``corrupt`` when its bytes do not match its seal
+    (``file_seal.seal_problem``: truncated, bit-flipped, replaced by a file bnnsweep did
+    not write); ``stale`` when its sealed key is not the key the cell files there now give
+    (``checksum.merge_key`` of their ``file_seal.sealed_record``: another file bnnsweep
+    wrote, such as a cell or another experiment's merged file, or a merge of earlier fits
+    of the same cells); else ``current``. The workflow's DAG (which merges again a merged
+    file that is not current) and ``bnnsweep check`` judge it so. Reads the merged file's
+    bytes and the cell files' last bytes; parses nothing."""
+    from ..cells.checksum import merge_key
+    from ..cells.file_seal import seal_problem, sealed_key, sealed_record
+
+    path = Path(path)
+    if not path.is_file():
+        return "missing", "no such file"
+    if (why := seal_problem(path)) is not None:
+        return "corrupt", why
+    key, want = sealed_key(path), merge_key(sealed_record(p) for p in cell_files)
+    if key == want:
+        return "current", ""
+    if key is None or not key.startswith("M:"):
+        return (
+            "stale",
+            "it records no merge key (an older bnnsweep wrote it, or it is no merged file)",
+        )
+    if key.split(":")[2:] == want.split(":")[2:]:
+        return "stale", "it was merged from earlier files of the same cells"
+    return "stale", "it was not merged from the experiment's cell files"
+
+
 def cell_state(
     path: str | Path, cell: Cell | None, data: str | None = None, code: str | None = None
 ) -> tuple[str, str]:
@@ -144,14 +178,9 @@ def quarantine(path: str | os.PathLike) -> Path:
     return target
 
 
-def refit_marker(results_dir: str | Path, experiment: str, batch_id: str) -> Path:
-    """The marker output of a batch that has cells to refit when the workflow starts:
-    ``<results>/logs/<experiment>/batches/<batch>.refitted``, or ``...refitted-N`` if a
-    file of that name is there (left by a killed run, it would count as done). The same
-    in every parse of one run (a cluster job parses the workflow again): the marker
-    is made only when its batch is done, and removed when the run ends
-    (``remove_refit_markers``)."""
-    base = Path(results_dir) / "logs" / experiment / "batches" / f"{batch_id}.refitted"
+def _fresh_marker(base: Path) -> Path:
+    """``base``, or ``<base>-N`` if a file of that name is there (left by a killed run, it
+    would count as done)."""
     path, n = base, 1
     while path.exists():
         n += 1
@@ -159,10 +188,32 @@ def refit_marker(results_dir: str | Path, experiment: str, batch_id: str) -> Pat
     return path
 
 
-def remove_refit_markers(results_dir: str | Path) -> None:
-    """Remove every batch's ``refit_marker`` (the workflow, when a run ends)."""
-    for marker in Path(results_dir).glob("logs/*/batches/*.refitted*"):
-        marker.unlink(missing_ok=True)
+def refit_marker(results_dir: str | Path, experiment: str, batch_id: str) -> Path:
+    """The marker output of a batch that has cells to refit when the workflow starts:
+    ``<results>/logs/<experiment>/batches/<batch>.refitted``, or ``...refitted-N`` if a
+    file of that name is there (left by a killed run, it would count as done). The same
+    in every parse of one run (a cluster job parses the workflow again): the marker
+    is made only when its batch is done, and removed when the run ends
+    (``remove_rerun_markers``)."""
+    base = Path(results_dir) / "logs" / experiment / "batches" / f"{batch_id}.refitted"
+    return _fresh_marker(base)
+
+
+def remerge_marker(results_dir: str | Path, experiment: str) -> Path:
+    """The marker output of an experiment's merge when its merged file is there and not
+    current when the workflow starts (``merged_state``): ``<results>/logs/<experiment>/
+    merged.remerged`` (``-N`` as ``refit_marker``), made when the merge is done and removed
+    when the run ends (``remove_rerun_markers``)."""
+    return _fresh_marker(Path(results_dir) / "logs" / experiment / "merged.remerged")
+
+
+def remove_rerun_markers(results_dir: str | Path) -> None:
+    """Remove every ``refit_marker`` and ``remerge_marker`` (the workflow, when a run
+    ends)."""
+    results_dir = Path(results_dir)
+    for pattern in ("logs/*/batches/*.refitted*", "logs/*/merged.remerged*"):
+        for marker in results_dir.glob(pattern):
+            marker.unlink(missing_ok=True)
 
 
 @dataclass
@@ -173,6 +224,12 @@ class CheckReport:
     corrupt: dict[str, str] = field(default_factory=dict)
     stale: dict[str, str] = field(default_factory=dict)
     current: int = 0
+
+    def extend(self, other: CheckReport) -> None:
+        """Add the files of ``other``."""
+        for state in ("missing", "corrupt", "stale"):
+            getattr(self, state).update(getattr(other, state))
+        self.current += other.current
 
     @property
     def ok(self) -> bool:
@@ -221,10 +278,23 @@ def check_cells(
     return report
 
 
+def check_merged(merged: Mapping[str, Sequence[str | Path]]) -> CheckReport:
+    """The state (``merged_state``) of every merged file there ({merged file: the cell
+    files it is merged from}); one not made yet is not counted (the workflow makes it)."""
+    report = CheckReport()
+    for path, cell_files in merged.items():
+        state, why = merged_state(path, cell_files)
+        if state == "current":
+            report.current += 1
+        elif state != "missing":
+            getattr(report, state)[str(path)] = why
+    return report
+
+
 def fix(report: CheckReport, log: Callable[[str], None]) -> None:
-    """Move the corrupt cell files of ``report`` (the config's own cells: the workflow
-    writes them) aside to ``<cell>.corrupt`` for inspection. The workflow refits them, and
-    the missing and stale ones, by itself."""
+    """Move the corrupt cell and merged files of ``report`` (the workflow's own names: it
+    writes them) aside to ``<file>.corrupt`` for inspection. The workflow refits (merges)
+    them, and the missing and stale ones, by itself."""
     for path in report.corrupt:
         log(f"moved {path} to {quarantine(path)}")
 
