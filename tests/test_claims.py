@@ -142,6 +142,33 @@ def test_metric_groups_by_axes_and_pools_on_request():
     assert [o.not_ok for o in metric("test_rmse")(runs)] == [1, 0]
 
 
+def test_a_paper_number_of_m_components_is_compared_with_m_component_runs():
+    """Paper 000's committee of 3 components against our 3-component runs only: a sweep of
+    5-component runs has no usable run for it, and the thesis's 5 components take them."""
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "dataset": ["sunspots"] * 3,
+            "method": ["vi_mixture"] * 3,
+            "status": ["ok"] * 3,
+            "hidden": [8, 8, 8],
+            "components": [5, 5, 3],
+            "test_nmse": [0.22, 0.24, 0.30],
+        }
+    )
+    claims = {
+        c.where: c for c in registered() if c.dataset == "sunspots" and c.label == "vi_mixture"
+    }
+    paper = claims["paper 000 Table 1 (variational committee, 3 components)"]
+    thesis = claims["thesis Table 5.1 (variational mixture, 5 components)"]
+    assert [(o.setting, o.mean) for o in paper.measure(runs)] == [("hidden=8, components=3", 0.30)]
+    (ours,) = thesis.measure(runs)
+    assert ours.setting == "hidden=8, components=5" and ours.mean == pytest.approx(0.23)
+    assert paper.measure(runs[runs["components"] == 5]) == []
+    assert metric("test_nmse", axes={"absent": 1})(runs) == []
+
+
 def test_bad_input_is_one_line_and_nonzero(tmp_path, capsys):
     assert main(["claims", "--results", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

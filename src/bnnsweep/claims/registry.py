@@ -150,11 +150,13 @@ def metric(
     datasets: Sequence[str] | None = None,
     labels: Sequence[str] | None = None,
     pooled: bool = False,
+    axes: dict | None = None,
 ) -> Callable[[pd.DataFrame], list[Ours]]:
     """A measure: mean +- s.e. over runs of column ``name``, restricted to ``datasets`` and
-    method ``labels`` (all when None), one value per configuration of the axes (``_groups``);
-    ``pooled`` pools every selected run into one value (a paper's average over datasets and
-    splits)."""
+    method ``labels`` (all when None) and to the runs whose axis columns hold ``axes`` (e.g.
+    ``{"components": 3}``: the configuration the paper ran; runs without that column do not
+    count), one value per configuration of the axes (``_groups``); ``pooled`` pools every
+    selected run into one value (a paper's average over datasets and splits)."""
 
     def measure(runs: pd.DataFrame) -> list[Ours]:
         chosen = usable_runs(runs)
@@ -162,6 +164,8 @@ def metric(
             chosen = chosen[chosen["dataset"].isin(list(datasets))]
         if labels is not None:
             chosen = chosen[chosen["method"].isin(list(labels))]
+        for axis, value in (axes or {}).items():
+            chosen = chosen[chosen[axis] == value] if axis in chosen else chosen.iloc[:0]
         if chosen.empty or name not in chosen:
             return []
         groups = [("", chosen)] if pooled else _groups(chosen)

@@ -3,6 +3,8 @@ errors that the figures and tables print beside ours): the mean of that metric o
 of the dataset and method label, in every experiment of the shipped configs that runs them
 (found by dataset and label), one row per hidden size and other axis value."""
 
+import re
+
 from ...figures.published import PUBLISHED
 from ..registry import Claim, declare, metric
 
@@ -58,8 +60,13 @@ FINDINGS = {
 """What was found where our number is not the paper's: the cause and the command (no number
 of ours: those come from the results)."""
 
+COMPONENTS = re.compile(r"(\d+) components")
+"""A reference that names its number of mixture components ("variational committee, 3
+components") is compared with our runs of that many components only."""
+
 for (_dataset, _label, _metric), _refs in PUBLISHED.items():
     for _ref in _refs:
+        _m = COMPONENTS.search(_ref.source)
         _where, _, _note = _ref.short.partition(", ")
         declare(
             Claim(
@@ -70,7 +77,12 @@ for (_dataset, _label, _metric), _refs in PUBLISHED.items():
                 published_note=_note,
                 dataset=_dataset,
                 label=_label,
-                measure=metric(_metric, datasets=[_dataset], labels=[_label]),
+                measure=metric(
+                    _metric,
+                    datasets=[_dataset],
+                    labels=[_label],
+                    axes={"components": int(_m.group(1))} if _m else None,
+                ),
                 tolerance=TOLERANCE.get((_dataset, _label, _metric), float("nan")),
                 finding=FINDINGS.get((_dataset, _label, _metric), ""),
             )
