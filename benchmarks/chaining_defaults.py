@@ -1,6 +1,7 @@
 """``chaining`` from its defaults on the robot arm (tanh units, Neal's hyperpriors), one cell
 per seed through the runner, as a sweep fits it: the stored ln p(D), its s.e., the status,
-the stepping stone and TI of the ladder, round trips, the weakest swap and the fit CPU. The
+the stepping stone and TI of the ladder, round trips, the weakest swap, the lambda = 1
+states' share under the prior's label (mass outside every valley's Gaussian) and the fit CPU. The
 spread over seeds is set against the mean reported s.e. (issue 33 asks s.d. <= 1.5 x mean
 s.e.).
 
@@ -41,11 +42,13 @@ def main() -> None:
             with xr.open_dataset(path) as ds:
                 row = (seed, float(ds.log_evidence), float(ds.log_evidence_se), ds.status.item(),
                        float(ds.diag_log_evidence_ti), float(ds.diag_round_trips),
-                       float(ds.diag_swap_accept_min), time.process_time() - started)  # fmt: skip
+                       float(ds.diag_swap_accept_min), time.process_time() - started,
+                       float(ds.get("diag_prior_occupancy", np.nan)))  # fmt: skip
             rows.append(row)
             print(f"H = {args.hidden} seed {row[0]}: {row[1]:.2f} +- {row[2]:.2f} {row[3]} | TI "
                   f"{row[4]:.2f} | round trips {row[5]:.1f} per ladder | swap min {row[6]:.2f} "
-                  f"| {row[7]:.0f} s CPU", flush=True)  # fmt: skip
+                  f"| prior's label at lambda = 1 {row[8]:.2f} | {row[7]:.0f} s CPU",
+                  flush=True)  # fmt: skip
     values, ses = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
     ok = [r for r in rows if r[3] == "ok"]
     print(f"mean {values.mean():.2f}, s.d. over seeds {values.std(ddof=1):.2f}, mean reported "
