@@ -339,11 +339,11 @@ def _programs(target, n_leapfrog: int):
         value = -(log_r[k] + ref["log_det"][j]) + lam * phi
         return jnp.nan_to_num(value, nan=jnp.inf)
 
-    def frame_log_probs(ref, u):
-        """ln q(j | u): the valleys' Gaussians' responsibilities at u (the prior left out),
-        the frame of a prior-labelled state's HMC move."""
-        log_r = jnp.where(ref["is_prior"], -jnp.inf, components(ref, u))
-        return jax.nn.log_softmax(log_r)
+    def frame_log_probs(ref, log_r):
+        """ln q(j | u) from ln pi_k r_k(u) (``components``): the valleys' Gaussians'
+        responsibilities at u (the prior left out), the frame of a prior-labelled state's HMC
+        move."""
+        return jax.nn.log_softmax(jnp.where(ref["is_prior"], -jnp.inf, log_r))
 
     def move(key, u, k, lam, step, ref, consts):
         """Gibbs label; HMC in a valley's whitened coordinates (the label's own, or for the
@@ -351,9 +351,10 @@ def _programs(target, n_leapfrog: int):
         q(j | u') / q(j | u): the prior's unit frame is far too wide where the posterior is);
         valley jump (module doc)."""
         k_lab, k_frame, k_mom, k_jit, k_acc, k_jump, k_jacc = jax.random.split(key, 7)
-        k = jax.random.categorical(k_lab, components(ref, u))
+        log_r = components(ref, u)
+        k = jax.random.categorical(k_lab, log_r)
         prior_label = ref["is_prior"][k]
-        log_q = frame_log_probs(ref, u)
+        log_q = frame_log_probs(ref, log_r)
         j = jnp.where(prior_label, jax.random.categorical(k_frame, log_q), k)
         c, f, inv = ref["centres"][j], ref["factors"][j], ref["inverses"][j]
 
@@ -367,7 +368,9 @@ def _programs(target, n_leapfrog: int):
         eps = step * jax.random.uniform(k_jit, (), x.dtype, 0.9, 1.1)
         x1, p1, u1, _ = hmc.leapfrog(value_and_grad, x, p, g0, eps, n_leapfrog)
         new_u = c + f @ x1
-        frame_term = jnp.where(prior_label, log_q[j] - frame_log_probs(ref, new_u)[j], 0.0)
+        frame_term = jnp.where(
+            prior_label, log_q[j] - frame_log_probs(ref, components(ref, new_u))[j], 0.0
+        )
         d_h = u1 + 0.5 * jnp.dot(p1, p1) - u0 - 0.5 * jnp.dot(p, p) + frame_term
         ok = jnp.isfinite(d_h) & jnp.all(jnp.isfinite(x1)) & inside(new_u)
         accept_prob = jnp.where(ok, jnp.exp(jnp.minimum(0.0, -jnp.where(ok, d_h, 0.0))), 0.0)
