@@ -4,7 +4,8 @@ labels). One run of chaining's default estimator (``engines.evidence.valley_temp
 with its defaults) on the chaining target (tanh units, Neal's hyperpriors), then, for the
 states under the prior's label and for the others: their share, the energy E = phi + E_0
 (median and 5-95%), the squared Mahalanobis distance to the nearest valley's Gaussian
-(W is typical inside one), and the hidden units' output- and input-weight norms.
+(W is typical inside one), the hidden units' output- and input-weight norms, and how flat
+the posterior is along each unit's scale line (input weights times c, output weights over c).
 
     python benchmarks/valley_tempering_states.py --hidden 8 --seed 0
 
@@ -49,6 +50,37 @@ def nearest_mahalanobis(ref: vt.Reference, states: np.ndarray) -> np.ndarray:
     valley = ref.valleys >= 0
     z = np.einsum("kij,nkj->nki", ref.inverses[valley], states[:, None] - ref.centres[valley])
     return np.min(np.sum(z * z, axis=2), axis=1)
+
+
+def unit_scale_exponents(spec) -> np.ndarray:
+    """(H, W) exponents of the hidden units' scale maps w -> w * c^e_h: +1 on unit h's input
+    weights and bias, -1 on its output weights (layout W1, b1, W2, b2)."""
+    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
+    e = np.zeros((H, H * I + H + P * H + P))
+    for h in range(H):
+        e[h, h * I : (h + 1) * I] = 1.0
+        e[h, H * I + h] = 1.0
+        e[h, H * I + H + h : H * I + H + P * H : H] = -1.0
+    return e
+
+
+def scale_stiffness(target, states: np.ndarray, labels: np.ndarray, rng) -> None:
+    """How flat the posterior is along a unit's scale line (input weights times c, output
+    weights over c; flat for a linear unit): the mean Metropolis acceptance at lambda = 1 of
+    ln c ~ N(0, s^2) on one unit, with the map's Jacobian c^(I + 1 - P)."""
+    energy = jax.jit(jax.vmap(valleys.energy_function(target)))
+    e = unit_scale_exponents(target.spec)
+    base = np.asarray(energy(jnp.asarray(states)))
+    for sd in (0.003, 0.01, 0.03, 0.1, 0.3):
+        acc = []
+        for row in e:
+            log_c = sd * rng.standard_normal(len(states))
+            moved = states * np.exp(log_c[:, None] * row)
+            log_a = base - np.asarray(energy(jnp.asarray(moved))) + log_c * row.sum()
+            acc.append(np.exp(np.minimum(log_a, 0.0)))
+        acc = np.array(acc)
+        print(f"scale move s.d. {sd}: acceptance {acc.mean():.3f} (prior's label "
+              f"{acc[:, labels < 0].mean():.3f}, a valley's {acc[:, labels >= 0].mean():.3f})")  # fmt: skip
 
 
 def streams(target, args) -> None:
@@ -111,6 +143,7 @@ def main() -> None:
               f"{np.median(d2):.3g} (W = {x.shape[1]}) | per unit |output w| median "
               f"{np.median(out_norm):.2f} (max {np.median(out_norm.max(axis=1)):.2f}), |input w| "
               f"median {np.median(in_norm):.2f}")  # fmt: skip
+    scale_stiffness(target, states[pick], labels[pick], np.random.default_rng(0))
 
 
 if __name__ == "__main__":

@@ -164,29 +164,38 @@ def test_the_prior_component_is_folded_into_the_domain_with_its_share():
     assert abs(got - expected) < 4 * np.sqrt(expected * (1 - expected) / len(k)), (got, expected)
 
 
-def test_moves_leave_the_reference_invariant_at_lambda_zero():
+@pytest.mark.parametrize("dof", [np.inf, 3.0])
+def test_moves_leave_the_reference_invariant_at_lambda_zero(dof):
     """At lambda = 0 p_lambda is the reference r itself, so label Gibbs, HMC (in the label's
     frame, or a prior-labelled state's in a valley's frame drawn from q(j | u), with its
     Metropolis-Hastings factor) and valley jumps must keep exact draws of r distributed as r.
-    Reference: Gaussians N(c_1, 0.5^2 I), N(c_2, I) of weight 1/4 each and the prior
-    N(0, 3^2 I) as the defensive component (1/2), d = 4, no symmetries. After 60 iterations
-    from exact draws, over 16 ladders x 7 moving rungs (independent chains), three seeds: the
-    prior's share of the labels within 4 binomial s.e. of 1/2, and the mean squared distance
-    from the label's centre (36 for the prior, 1 and 4 for the Gaussians) within 5 s.e. (HMC
-    under the prior's label aiming at N(0, I), as an earlier version did, gives 4.4 for 36;
-    the missing factor q(j | u') / q(j | u) goes undetected here: the crossings of the
-    responsibilities' boundaries it corrects are rare)."""
+    Reference: components centred at c_1 (scale 0.2) and c_2 (scale 2), Gaussian or Student-t
+    with 3 degrees of freedom, of weight 1/4 each, and the prior N(0, 3^2 I) as the defensive
+    component (1/2), d = 4, no symmetries. After 60 iterations from exact draws, over 128
+    ladders x 7 moving rungs (rung 0, whose fresh exact draws would otherwise swap in, kept
+    apart), three seeds: the prior's share of the labels
+    within 4 binomial s.e. of 1/2, and under each label the share of states within 1 and 2
+    scales of its centre (|z|^2 <= d, 4 d: chi^2_d, or d F(d, nu) for the Student-t) within
+    4.5 binomial s.e. (HMC under the prior's label aiming at N(0, I), as an earlier version
+    did, puts every such state inside; the missing factor q(j | u') / q(j | u) goes undetected
+    here: the crossings of the responsibilities' boundaries it corrects are rare)."""
+    from scipy.stats import chi2, f
+
     from bnnsweep.engines.evidence.known_answers import MixtureTarget
     from bnnsweep.engines.mcmc import hmc
     from bnnsweep.runtime.jax_runtime import jax, key_from_rng
 
-    d, R, L, T = 4, 16, 8, 60
+    d, R, L, T = 4, 128, 8, 60
     centres = np.stack([np.full(d, 2.0), np.full(d, -1.0)])
     sds = np.array([0.2, 2.0])
     target = MixtureTarget(centres[:1], sds[:1], np.zeros(1), 3.0, 0.0)
     factors = sds[:, None, None] * np.eye(d)
-    ref = vt.build_reference(None, centres, factors, np.log([0.5, 0.5]), 0.5)
+    ref = vt.build_reference(None, centres, factors, np.log([0.5, 0.5]), 0.5, dof)
     run = vt._programs(target, 5)
+
+    def inside_share(radius2, heavy):
+        return f.cdf(radius2 / d, d, dof) if heavy and np.isfinite(dof) else chi2.cdf(radius2, d)
+
     for seed in range(3):
         rng = np.random.default_rng(seed)
         u, k = vt.sample_reference(None, ref, R * L, rng, target.sample_prior)
@@ -197,17 +206,57 @@ def test_moves_leave_the_reference_invariant_at_lambda_zero():
         u0, k0 = vt.sample_reference(None, ref, T * R, rng, target.sample_prior)
         xs = (jnp.arange(T), jnp.asarray(u0.reshape(T, R, d)), jnp.asarray(k0.reshape(T, R)))
         consts = {"target_accept": jnp.float64(0.8)}
-        carry, _ = run(carry, jnp.zeros(L), xs, consts, ref.arrays(), jnp.asarray(False))
+        # rung 0's lambda NaN: no swap brings its fresh exact draws up to the moving rungs
+        ladder = jnp.asarray(np.r_[np.nan, np.zeros(L - 1)])
+        carry, _ = run(carry, ladder, xs, consts, ref.arrays(), jnp.asarray(False))
         u_end = np.asarray(carry[0])[:, 1:].reshape(-1, d)
         k_end = np.asarray(carry[1])[:, 1:].ravel()
         prior = k_end == 2
         n = len(k_end)
         assert abs(prior.mean() - 0.5) < 4 * np.sqrt(0.25 / n), prior.mean()
-        for label, centre, var in (
-            (2, np.zeros(d), 9.0),
-            (0, centres[0], sds[0] ** 2),
-            (1, centres[1], sds[1] ** 2),
+        for label, centre, scale, heavy in (
+            (2, np.zeros(d), 3.0, False),
+            (0, centres[0], sds[0], True),
+            (1, centres[1], sds[1], True),
         ):
-            r2 = np.sum((u_end[k_end == label] - centre) ** 2, axis=1)  # var chi^2_4
-            se = var * np.sqrt(8 / len(r2))
-            assert abs(r2.mean() - 4 * var) < 5 * se, (seed, label, r2.mean(), 4 * var)
+            r2 = np.sum((u_end[k_end == label] - centre) ** 2, axis=1) / scale**2
+            for radius2 in (d, 4 * d):
+                p = inside_share(radius2, heavy)
+                got = np.mean(r2 <= radius2)
+                se = np.sqrt(p * (1 - p) / len(r2))
+                assert abs(got - p) < 4.5 * se, (seed, label, radius2, got, p)
+
+
+@pytest.mark.parametrize("dof", [np.inf, 2.5])
+def test_component_densities_against_scipy(dof):
+    """ln pi_k + the component's log density at random points: scipy's multivariate normal
+    or Student-t with the same centre and scale matrix L L^T (the normaliser enters ln P and
+    the stepping stone through ln r)."""
+    from scipy.stats import multivariate_normal, multivariate_t
+
+    rng = np.random.default_rng(4)
+    d = 5
+    centres = rng.standard_normal((2, d))
+    factors = np.stack([np.tril(rng.standard_normal((d, d))) * 0.3 + np.eye(d) for _ in range(2)])
+    weights = np.log([0.3, 0.7])
+    ref = vt.build_reference(None, centres, factors, weights, 0.0, dof)
+    points = rng.standard_normal((6, d)) * 2.0
+    arrays = ref.arrays()
+    for u in points:
+        got = np.asarray(vt._log_components(arrays, jnp.asarray(u), lambda v: 0.0))
+        for k in range(2):
+            cov = factors[k] @ factors[k].T
+            dist = (multivariate_normal(centres[k], cov) if np.isinf(dof)
+                    else multivariate_t(centres[k], cov, df=dof))  # fmt: skip
+            np.testing.assert_allclose(got[k], weights[k] + dist.logpdf(u), rtol=0, atol=1e-10)
+
+
+def test_student_t_draws_have_the_f_distribution():
+    """x of a Student-t reference: |x|^2 / d ~ F(d, nu) (Kolmogorov-Smirnov, three seeds)."""
+    from scipy.stats import f, kstest
+
+    d, nu = 6, 3.0
+    ref = vt.build_reference(None, np.zeros((1, d)), np.eye(d)[None], np.zeros(1), 0.0, nu)
+    for seed in range(3):
+        x = ref.standard_draws(4000, np.random.default_rng(seed))
+        assert kstest(np.sum(x * x, axis=1) / d, f(d, nu).cdf).pvalue > 1e-3

@@ -19,12 +19,13 @@ permutations G of its hidden units (``valleys``). C is the set of weight vectors
 their own canonical form (``models.jax_network.canonical_units``: every unit's first output
 weight >= 0, units sorted by it), one image of each orbit, so int_C |G| exp(-E) = p(D)
 exactly. The reference on C is a mixture over the valleys found, k = 1..K, of Gaussians
-N(c_k, L_k L_k^T) (each valley's moment-matched Gaussian, moved to C):
+N(c_k, L_k L_k^T) (each valley's moment-matched Gaussian, moved to C), or with ``tail_dof``
+finite multivariate Student-t components of the same centres and scale matrices:
 
     r(u, k) = pi_k N(u; c_k, L_k L_k^T) 1[u in C],   Z(0) = P = sum_k pi_k P(c_k + L_k x in C),
 
-P estimated by plain Monte Carlo over x ~ N(0, I) (no target evaluations; its binomial
-error is part of the reported s.e.). The estimate is ln p(D) = (stepping stone along the
+P estimated by plain Monte Carlo over x ~ N(0, I) or the Student-t (no target evaluations;
+its binomial error is part of the reported s.e.). The estimate is ln p(D) = (stepping stone along the
 ladder) + ln P, for any weights pi and Gaussians: they set how fast the run mixes, never what
 it converges to. Valleys no start found are missed here as in the valley sum: the coverage
 check of the valley search is reported beside the estimate.
@@ -112,6 +113,10 @@ class ValleyTemperingSettings:
     # reaches beyond every valley's Gaussian (0: valleys only)
     prior_share: float = 0.05
     fold_draws: int = 20000  # draws per valley estimating P(c_k + L_k x in C)
+    # degrees of freedom of the valleys' components: multivariate Student-t with the Gaussians'
+    # centres and scale matrices (inf: the Gaussians themselves). A light-tailed reference
+    # holds back the posterior's mass beyond the Gaussians until lambda is near 1
+    tail_dof: float = math.inf
     min_swap_accept: float = 0.1
     min_round_trips: float = 2.0
     max_ss_ti_gap: float = 3.0
@@ -130,6 +135,8 @@ class ValleyTemperingSettings:
             raise ValueError("valley tempering setting 'prior_share' must be in [0, 1)")
         if not 0 < self.weight_floor <= 1:
             raise ValueError("valley tempering setting 'weight_floor' must be in (0, 1]")
+        if not self.tail_dof > 0:
+            raise ValueError("valley tempering setting 'tail_dof' must be > 0 (inf: Gaussian)")
         self.search_settings().validate()
 
 
@@ -154,6 +161,7 @@ class Reference:
     log_det: np.ndarray  # (K,) ln |det L_k|
     log_weights: np.ndarray  # (K,) ln pi_k
     valleys: np.ndarray  # (K,) the index of each component's valley searched; -1: the prior
+    dof: float = math.inf  # the valleys' components: Student-t of these degrees of freedom
 
     def arrays(self) -> dict:
         out = {k: jnp.asarray(v) for k, v in self.__dict__.items() if k != "valleys"}
@@ -163,13 +171,21 @@ class Reference:
     def with_weights(self, log_weights: np.ndarray) -> Reference:
         lw = np.asarray(log_weights, dtype=float)
         return Reference(self.centres, self.factors, self.inverses, self.log_det,
-                         lw - np.logaddexp.reduce(lw), self.valleys)  # fmt: skip
+                         lw - np.logaddexp.reduce(lw), self.valleys, self.dof)  # fmt: skip
 
     def subset(self, keep: np.ndarray) -> Reference:
         """The components ``keep`` only, their weights renormalised."""
         return Reference(self.centres[keep], self.factors[keep], self.inverses[keep],
-                         self.log_det[keep], self.log_weights[keep], self.valleys[keep]
-                         ).with_weights(self.log_weights[keep])  # fmt: skip
+                         self.log_det[keep], self.log_weights[keep], self.valleys[keep],
+                         self.dof).with_weights(self.log_weights[keep])  # fmt: skip
+
+    def standard_draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n draws x of a valley's standardised component: N(0, I), or for finite ``dof``
+        the multivariate Student-t, z / sqrt(g / dof) with z ~ N(0, I), g ~ chi^2_dof."""
+        x = rng.standard_normal((n, self.centres.shape[1]))
+        if math.isfinite(self.dof):
+            x /= np.sqrt(rng.chisquare(self.dof, size=(n, 1)) / self.dof)
+        return x
 
 
 def fold(spec, centre: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,10 +220,12 @@ def signed_permutation(spec, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return index, sign
 
 
-def build_reference(spec, centres, factors, log_weights, prior_share: float = 0.0) -> Reference:
-    """The mixture over the valleys' Gaussians moved into C, weights from ``log_weights``;
-    with ``prior_share`` > 0 the prior (folded into C) as a last component of that weight,
-    its HMC frame the unit one."""
+def build_reference(
+    spec, centres, factors, log_weights, prior_share: float = 0.0, dof: float = math.inf
+) -> Reference:
+    """The mixture over the valleys' Gaussians (Student-t of ``dof`` degrees of freedom when
+    finite) moved into C, weights from ``log_weights``; with ``prior_share`` > 0 the prior
+    (folded into C) as a last component of that weight, its HMC frame the unit one."""
     folded = [fold(spec, c, f) for c, f in zip(centres, factors, strict=True)]
     c = np.stack([a for a, _ in folded])
     f = np.stack([b for _, b in folded])
@@ -222,7 +240,7 @@ def build_reference(spec, centres, factors, log_weights, prior_share: float = 0.
         lw = np.append(lw + np.log1p(-prior_share), np.log(prior_share))
     inv = np.linalg.inv(f)
     log_det = np.linalg.slogdet(f)[1]
-    return Reference(c, f, inv, log_det, lw, valleys)
+    return Reference(c, f, inv, log_det, lw, valleys, float(dof))
 
 
 def _in_domain(spec):
@@ -233,24 +251,33 @@ def _in_domain(spec):
 
 
 def _log_components(ref: dict, u, log_prior_folded):
-    """ln pi_k + ln N(u; c_k, L_k L_k^T), (K,); the prior's component ln pi_K + ln |G| +
-    ln prior(u) (the prior folded into C) where ``is_prior``."""
+    """ln pi_k + ln N(u; c_k, L_k L_k^T), (K,), or for finite dof nu the multivariate
+    Student-t, ln Gamma((nu + n) / 2) - ln Gamma(nu / 2) - (n / 2) ln(nu pi) - ln |det L_k| -
+    ((nu + n) / 2) ln(1 + |z|^2 / nu), z = L_k^-1 (u - c_k); the prior's component
+    ln pi_K + ln |G| + ln prior(u) (the prior folded into C) where ``is_prior``."""
     z = jnp.einsum("kij,kj->ki", ref["inverses"], u[None, :] - ref["centres"])
     n = u.shape[0]
-    gauss = -0.5 * jnp.sum(z * z, axis=1) - ref["log_det"] - 0.5 * n * LOG_2PI
-    return ref["log_weights"] + jnp.where(ref["is_prior"], log_prior_folded(u), gauss)
+    r2 = jnp.sum(z * z, axis=1)
+    gauss = -0.5 * r2 - ref["log_det"] - 0.5 * n * LOG_2PI
+    finite = jnp.isfinite(ref["dof"])
+    nu = jnp.where(finite, ref["dof"], 1.0)
+    gammaln = jax.scipy.special.gammaln
+    student = (gammaln(0.5 * (nu + n)) - gammaln(0.5 * nu) - 0.5 * n * jnp.log(nu * jnp.pi)
+               - ref["log_det"] - 0.5 * (nu + n) * jnp.log1p(r2 / nu))  # fmt: skip
+    valley = jnp.where(finite, student, gauss)
+    return ref["log_weights"] + jnp.where(ref["is_prior"], log_prior_folded(u), valley)
 
 
 def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator):
-    """P = sum_k pi_k P(c_k + L_k x in C), x ~ N(0, I), by Monte Carlo per valley, and the
-    s.e. of ln P (binomial)."""
+    """P = sum_k pi_k P(c_k + L_k x in C), x a standardised component's draw (N(0, I) or
+    Student-t), by Monte Carlo per valley, and the s.e. of ln P (binomial)."""
     inside = _inside_program(spec)
     share = []
     for c, f, v in zip(ref.centres, ref.factors, ref.valleys, strict=True):
         if v < 0:  # the prior folded into C lies in C
             share.append(1.0)
             continue
-        u = c + rng.standard_normal((draws, len(c))) @ f.T
+        u = c + ref.standard_draws(draws, rng) @ f.T
         share.append(float(np.mean(np.asarray(inside(jnp.asarray(u))))))
     share = np.asarray(share)
     pi = np.exp(ref.log_weights)
@@ -268,7 +295,7 @@ def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator, pri
     while have < n:
         m = max(16, int(1.3 * (n - have)))
         k = rng.choice(len(pi), size=m, p=pi / pi.sum())
-        x = rng.standard_normal((m, ref.centres.shape[1]))
+        x = ref.standard_draws(m, rng)
         u = ref.centres[k] + np.einsum("mij,mj->mi", ref.factors[k], x)
         from_prior = ref.valleys[k] < 0
         if from_prior.any():
@@ -540,7 +567,7 @@ def search(target, settings: ValleyTemperingSettings, rng, log=None):
     lw = np.maximum(lw, lw.max() - 30.0)  # Laplace masses are nats off: start no valley shut
     if log is not None:
         log(f"valley tempering: {len(found)} valleys as the reference ({len(w)} starts)")
-    ref = build_reference(spec, centres, factors, lw, settings.prior_share)
+    ref = build_reference(spec, centres, factors, lw, settings.prior_share, settings.tail_dof)
     return ref, found, n_lbfgs + vs.starts * vs.newton_iter + n_pilot
 
 
