@@ -77,6 +77,11 @@
     log Laplace approximation along its covariance's eigenvectors, and beside the log
     variational mixture along the lines through pairs of component means, with the
     mutual-information bound against the thesis's 1.5229 / 1.5614
+``mixture_components``
+    table: what a variational mixture's components do (issue 34, thesis sec. 5.5.1): the
+    bound's gain over its start, I*/ln M, each component's bound against the start, the
+    spread of the components' predictions over the predictive s.d., the paired change of
+    the test error against the diagonal Gaussian
 ``mixture_target``
     thesis fig. 5.6: a two-component diagonal mixture fitted by the mutual-information bound
     to a correlated Gaussian (method ``vi_mixture_target``), contours and KL per seed
@@ -136,6 +141,8 @@ from .gaussian_fits import gaussian_fits
 from .ica import ica_alpha, ica_alpha_rounds, ica_bound_trace, ica_sources
 from .laplace_slices import laplace_slices
 from .ltu import ltu_error_frame, ltu_error_table, ltu_error_vs_hidden, ltu_markdown
+from .mixture_components import mixture_components
+from .mixture_components import to_markdown as mixture_components_markdown
 from .mixture_slices import mixture_slices
 from .mixture_target import mixture_target
 from .nrd_structure import nrd_hidden_units
@@ -186,6 +193,7 @@ FIGURES: dict[str, tuple[Callable[[xr.Dataset], Figure | pd.DataFrame], str]] = 
     "sbn_bars_loglik": (sbn_bars_loglik, ".png"),
     "sunspot_predictions": (sunspot_predictions, ".png"),
     "mixture_target": (mixture_target, ".png"),
+    "mixture_components": (mixture_components, ".md"),
     "laplace_slices": (laplace_slices, ".png"),
     "mixture_slices": (mixture_slices, ".png"),
     "gaussian_fits": (gaussian_fits, ".png"),
@@ -197,6 +205,7 @@ MARKDOWN = {
     "chapter_one_checks": chapter_one_markdown,
     "evidence_committee": committee_markdown,
     "ltu_error_counts": ltu_markdown,
+    "mixture_components": mixture_components_markdown,
 }
 """The Markdown writer of a table kind other than ``error_table``."""
 
@@ -228,6 +237,7 @@ __all__ = [
     "laplace_slices",
     "load_merged",
     "method_palette",
+    "mixture_components",
     "mixture_slices",
     "mixture_target",
     "nrd_hidden_units",

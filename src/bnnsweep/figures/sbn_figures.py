@@ -32,9 +32,9 @@ from ._common import runs_frame as _runs_frame
 PUBLISHED_DROP_M5 = 27.0
 PUBLISHED_DROP_SOURCE = "thesis §2.6: mixtures cut the mean error by 27 % at M = 5, span 1"
 DROP_CAUSE = (
-    "the drop grows with the sweeps the mixture is given (benchmarks/sbn_mixture_sweeps.py, "
-    "200 nets: 2 sweeps 8.7 %, 5: 24.5 %, 10: 39.5 %, 30: 54.8 %);\nthe thesis gives no "
-    "stopping rule: its 27 % matches a mixture stopped after about 6 sweeps"
+    "the drop grows with the sweeps the mixture is given (experiment sbn_sweep_budget of "
+    "config/thesis_sbn.yaml, the same nets;\n`bnnsweep claims`, row 'thesis sec. 2.6', one "
+    "row per sweep cap) and the thesis gives no stopping rule"
 )
 Q_ORDER = {"mean_field": 0, "mixture": 1, "chain": 2}
 

@@ -4,5 +4,11 @@ own so that the workflow can name the files without importing matplotlib;
 ``bnnsweep.figures.FIGURES`` gives these kinds the suffix ``.md``."""
 
 TABLE_KINDS = frozenset(
-    {"error_table", "chapter_one_checks", "evidence_committee", "ltu_error_counts"}
+    {
+        "error_table",
+        "chapter_one_checks",
+        "evidence_committee",
+        "ltu_error_counts",
+        "mixture_components",
+    }
 )

@@ -28,7 +28,7 @@ FINDINGS = {
     ("sunspots", "hmc_grouped", "test_nmse"): (
         "the grouped prior closes part of the gap of one alpha; its input-hidden alpha wanders "
         "over a decade within each chain (not_converged), with one step size or with steps "
-        "scaled per weight (step_scale), in chains of 40x the thesis's trajectories (config/sunspots.yaml; "
+        "scaled per weight (step_scale), in chains longer than the thesis's (config/sunspots.yaml; "
         "python benchmarks/hmc_sunspots.py --set prior=grouped --per-chain)"
     ),
     ("tecator", "hmc", "test_rmse"): (
