@@ -101,14 +101,21 @@ def drop_summary(e_mf, e_mix) -> tuple[float, float]:
 def drop_measure(runs: pd.DataFrame) -> list[Ours]:
     """Our drop per mixture label (setting: its sweep cap)."""
     out = []
-    for label, group in runs.groupby("method", sort=False):
+    for label, group in sorted(runs.groupby("method", sort=False), key=_by_sweeps):
         drop, se = drop_summary(group["e_mf"], group["e_mix"])
         sweeps = group["max_sweeps"].iloc[0]
         setting = f"{label}, max_sweeps={int(sweeps)}" if pd.notna(sweeps) else str(label)
         not_ok = int((group["status"] != "ok").any())
         out.append(Ours(drop, se, len(group), tuple(sorted(set(group["dataset"]))), setting,
                         math.nan, not_ok))  # fmt: skip
-    return sorted(out, key=lambda o: o.setting)
+    return out
+
+
+def _by_sweeps(item) -> tuple[float, str]:
+    """Rows in the order of their sweep caps (labels without one last)."""
+    label, group = item
+    sweeps = group["max_sweeps"].iloc[0]
+    return (float(sweeps) if pd.notna(sweeps) else math.inf, str(label))
 
 
 declare(
