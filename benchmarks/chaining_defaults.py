@@ -7,6 +7,8 @@ s.e.).
 
     python benchmarks/chaining_defaults.py --hidden 8 --seeds 0 1 2 3 4
 
+``--set KEY=VALUE`` overrides a ``valley_tempering`` setting (e.g. ``--set tail_dof=3``).
+
 Long: a cell at H = 8 takes 10-12 minutes of CPU (a 64-start valley search, then 24 rungs
 x 8 ladders x 2,800 iterations); H = 4 2-3 (measured on a loaded 2-core machine).
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+import yaml
 
 from bnnsweep.runner import fit_cell_to_file
 from bnnsweep.sweeps.sweep import Cell
@@ -29,13 +32,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hidden", type=int, default=8)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
     args = parser.parse_args()
+    overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
             started = time.process_time()
             axes = (("hidden", args.hidden),)
             settings = {"activation": "tanh", "hidden": args.hidden}
+            if overrides:
+                settings["valley_tempering"] = overrides
             cell = Cell("defaults", "robot_arm", "default", "chaining", "chaining", seed, axes,
                         settings)  # fmt: skip
             path = fit_cell_to_file(cell, Path(tmp) / f"seed{seed}.nc", log=lambda *_: None)

@@ -15,6 +15,11 @@ come from the search.
 
     python benchmarks/valley_tempering_states.py --hidden 4 --seed 0 --streams 4
 
+``--quench N`` minimises N of each stream's lambda = 1 states and says whether they end in
+the search's valleys or in ones it missed; ``--set KEY=VALUE`` overrides a setting:
+
+    python benchmarks/valley_tempering_states.py --hidden 4 --seed 1 --streams 1 --quench 96 --set tail_dof=3
+
 Long: one run at H = 8 takes 6-12 minutes of CPU, at H = 4 1-4.
 """
 
@@ -26,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -83,9 +89,32 @@ def scale_stiffness(target, states: np.ndarray, labels: np.ndarray, rng) -> None
               f"{acc[:, labels < 0].mean():.3f}, a valley's {acc[:, labels >= 0].mean():.3f})")  # fmt: skip
 
 
+def quenched(target, settings, found, states: np.ndarray, n: int) -> str:
+    """``n`` of the lambda = 1 states, evenly spaced, minimised (``valleys.minima_from``): how
+    many end in a valley of the search, how many in new valleys (distinct modulo the
+    symmetries) and the Laplace masses of those."""
+    vs = settings.search_settings()
+    spec = target.spec
+    pick = states[np.linspace(0, len(states) - 1, n).astype(int)]
+    w, e, g, a, _ = valleys.minima_from(target, pick, vs)
+    known, new = 0, []
+    for i in np.flatnonzero(np.isfinite(e) & (g <= vs.gtol)):
+        near = vs.same_valley * (1.0 + np.array([np.linalg.norm(v.mode) for v in found]))
+        dist = np.array([valleys.aligned_distance(spec, w[i], v.mode) for v in found])
+        if np.any(dist <= near):
+            known += 1
+        else:
+            new.append(i)
+    fresh = valleys.distinct_valleys(spec, w[new], e[new], g[new], a[new], vs) if new else []
+    masses = sorted((round(v.laplace_log_mass, 1) for v in fresh), reverse=True)
+    return (f"{n} states quenched: {known} in the search's valleys, {len(new)} in {len(fresh)} "
+            f"new ones (Laplace ln masses {masses[:6]}; the search's best "
+            f"{max(v.laplace_log_mass for v in found):.1f})")  # fmt: skip
+
+
 def streams(target, args) -> None:
     """One valley search, ``args.streams`` tempering runs from it (``--streams``)."""
-    settings = vt.ValleyTemperingSettings()
+    settings = vt.ValleyTemperingSettings(**args.overrides)
     ref, found, _ = vt.search(target, settings, np.random.default_rng([args.seed, 5]))
     print(f"H = {args.hidden}, search of seed {args.seed}: {len(found)} valleys")
     values, ses = [], []
@@ -101,6 +130,9 @@ def streams(target, args) -> None:
         print(f"  stream {stream}: {values[-1]:.2f} +- {se:.2f} {out.status} | round trips "
               f"{res.run.round_trips.mean():.1f} | prior's label at lambda = 1 "
               f"{np.mean(res.top_labels < 0):.2f}", flush=True)  # fmt: skip
+        if args.quench:
+            states = res.run.posterior_samples.reshape(-1, res.run.posterior_samples.shape[-1])
+            print("    " + quenched(target, settings, found, states, args.quench), flush=True)
     print(f"s.d. over streams {np.std(values, ddof=1):.2f}, mean s.e. {np.mean(ses):.2f}")
 
 
@@ -109,7 +141,12 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--streams", type=int, default=0, help="tempering runs from one search")
+    parser.add_argument("--quench", type=int, default=0,
+                        help="minimise this many lambda = 1 states of each stream")  # fmt: skip
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
     args = parser.parse_args()
+    args.overrides = {k: yaml.safe_load(v) for k, v in (i.split("=", 1) for i in args.set)}
     target, _ = robot_arm(args.hidden)
     if args.streams:
         streams(target, args)
@@ -117,7 +154,7 @@ def main() -> None:
     spec = target.spec
     started = time.process_time()
     out, res = vt.estimate_and_run(
-        target, vt.ValleyTemperingSettings(), np.random.default_rng([args.seed, 33])
+        target, vt.ValleyTemperingSettings(**args.overrides), np.random.default_rng([args.seed, 33])
     )
     print(f"H = {args.hidden} seed {args.seed}: ln p(D) {out.log_z:.2f} +- {out.log_z_se:.2f} "
           f"{out.status} | round trips {res.run.round_trips.mean():.1f} per ladder | "

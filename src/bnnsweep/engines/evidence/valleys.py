@@ -253,6 +253,12 @@ def find_minima(target, settings: ValleySettings, rng: np.random.Generator):
     Hessians (B, W, W) and the number of L-BFGS iterations spent."""
     draws = getattr(target, "start_points", None) or target.sample_prior
     w0, _ = draws(settings.starts, rng)
+    return minima_from(target, w0, settings)
+
+
+def minima_from(target, w0: np.ndarray, settings: ValleySettings):
+    """Minima of E reached from the points ``w0`` (B, W): L-BFGS, then the trust-region
+    polish; returns as ``find_minima``."""
     lbfgs = _program(target, "lbfgs", settings.start_iter, lambda: lbfgs_program(
         lambda lam, w: lam * target.phi_one(w) + target.prior_energy_one(w), settings.start_iter
     ))  # fmt: skip
