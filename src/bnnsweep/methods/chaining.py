@@ -386,7 +386,8 @@ def fit_valley_tempering(split: Split, settings: ChainingSettings, model: Margin
         n_new_valleys=d["n_new_valleys"],
         new_valley_share=d["new_valley_share"],
         # the lambda = 1 states' share under the prior's label: posterior mass outside every
-        # valley's Gaussian (robot arm H = 8: ridges of near-linear units, docs/evidence.md)
+        # valley's Gaussian (robot arm H = 4 and 8: most of it, in the searched valleys' basins far
+        # beyond their moment-matched Gaussians, docs/evidence.md)
         prior_occupancy=d["prior_occupancy"],
         group_order=d["group_order"],
     )
