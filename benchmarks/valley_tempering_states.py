@@ -153,12 +153,15 @@ def main() -> None:
         return
     spec = target.spec
     started = time.process_time()
-    out, res = vt.estimate_and_run(
-        target, vt.ValleyTemperingSettings(**args.overrides), np.random.default_rng([args.seed, 33])
-    )
-    print(f"H = {args.hidden} seed {args.seed}: ln p(D) {out.log_z:.2f} +- {out.log_z_se:.2f} "
-          f"{out.status} | round trips {res.run.round_trips.mean():.1f} per ladder | "
-          f"{time.process_time() - started:.0f} s CPU")  # fmt: skip
+    settings = vt.ValleyTemperingSettings(**args.overrides)
+    rng = np.random.default_rng([args.seed, 33])
+    ref, found, _ = vt.search(target, settings, rng)
+    res = vt.run_valley_tempering(target, ref, settings, rng)
+    out = estimate_from_run(res.run, settings)
+    se = float(np.hypot(max(out.log_z_se, out.diagnostics["log_z_se_within"]), res.log_fold_se))
+    print(f"H = {args.hidden} seed {args.seed}: {len(found)} valleys, ln p(D) "
+          f"{out.log_z + res.log_fold:.2f} +- {se:.2f} {out.status} | round trips "
+          f"{res.run.round_trips.mean():.1f} per ladder | {time.process_time() - started:.0f} s CPU")  # fmt: skip
     states = res.run.posterior_samples.reshape(-1, res.run.posterior_samples.shape[-1])
     labels = res.top_labels.ravel()
     energy = jax.jit(jax.vmap(valleys.energy_function(target)))
@@ -181,6 +184,8 @@ def main() -> None:
               f"{np.median(out_norm):.2f} (max {np.median(out_norm.max(axis=1)):.2f}), |input w| "
               f"median {np.median(in_norm):.2f}")  # fmt: skip
     scale_stiffness(target, states[pick], labels[pick], np.random.default_rng(0))
+    if args.quench:
+        print(quenched(target, settings, found, states, args.quench))
 
 
 if __name__ == "__main__":
