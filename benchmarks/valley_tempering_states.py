@@ -39,7 +39,6 @@ from bench_evidence import robot_arm  # noqa: E402
 
 from bnnsweep.engines.evidence import valley_tempering as vt  # noqa: E402
 from bnnsweep.engines.evidence import valleys  # noqa: E402
-from bnnsweep.engines.evidence.tempering import estimate_from_run  # noqa: E402
 from bnnsweep.runtime.jax_runtime import jax, jnp  # noqa: E402
 
 
@@ -99,9 +98,7 @@ def quenched(target, settings, found, states: np.ndarray, n: int) -> str:
     w, e, g, a, _ = valleys.minima_from(target, pick, vs)
     known, new = 0, []
     for i in np.flatnonzero(np.isfinite(e) & (g <= vs.gtol)):
-        near = vs.same_valley * (1.0 + np.array([np.linalg.norm(v.mode) for v in found]))
-        dist = np.array([valleys.aligned_distance(spec, w[i], v.mode) for v in found])
-        if np.any(dist <= near):
+        if any(valleys.in_valley(spec, w[i], v, vs) for v in found):
             known += 1
         else:
             new.append(i)
@@ -122,12 +119,10 @@ def streams(target, args) -> None:
         res = vt.run_valley_tempering(
             target, ref, settings, np.random.default_rng([args.seed, 100 + stream])
         )
-        out = estimate_from_run(res.run, settings)
-        within = out.diagnostics["log_z_se_within"]
-        se = float(np.hypot(max(out.log_z_se, within), res.log_fold_se))
-        values.append(out.log_z + res.log_fold)
-        ses.append(se)
-        print(f"  stream {stream}: {values[-1]:.2f} +- {se:.2f} {out.status} | round trips "
+        out = vt.estimate_from_valley_run(res, settings)
+        values.append(out.log_z)
+        ses.append(out.log_z_se)
+        print(f"  stream {stream}: {values[-1]:.2f} +- {ses[-1]:.2f} {out.status} | round trips "
               f"{res.run.round_trips.mean():.1f} | prior's label at lambda = 1 "
               f"{np.mean(res.top_labels < 0):.2f}", flush=True)  # fmt: skip
         if args.quench:
@@ -157,10 +152,9 @@ def main() -> None:
     rng = np.random.default_rng([args.seed, 33])
     ref, found, _ = vt.search(target, settings, rng)
     res = vt.run_valley_tempering(target, ref, settings, rng)
-    out = estimate_from_run(res.run, settings)
-    se = float(np.hypot(max(out.log_z_se, out.diagnostics["log_z_se_within"]), res.log_fold_se))
+    out = vt.estimate_from_valley_run(res, settings)
     print(f"H = {args.hidden} seed {args.seed}: {len(found)} valleys, ln p(D) "
-          f"{out.log_z + res.log_fold:.2f} +- {se:.2f} {out.status} | round trips "
+          f"{out.log_z:.2f} +- {out.log_z_se:.2f} {out.status} | round trips "
           f"{res.run.round_trips.mean():.1f} per ladder | {time.process_time() - started:.0f} s CPU")  # fmt: skip
     states = res.run.posterior_samples.reshape(-1, res.run.posterior_samples.shape[-1])
     labels = res.top_labels.ravel()

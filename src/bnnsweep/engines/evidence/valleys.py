@@ -295,6 +295,13 @@ def laplace_log_mass(energy: float, hessian: np.ndarray) -> float:
     return float(-energy + 0.5 * len(hessian) * LOG_2PI - 0.5 * logdet)
 
 
+def in_valley(spec, w: np.ndarray, valley: Valley, settings: ValleySettings) -> bool:
+    """The minimum w is ``valley``'s mode up to the symmetries: aligned distance at most
+    ``same_valley`` (1 + |mode|)."""
+    d = aligned_distance(spec, w, valley.mode)
+    return d <= settings.same_valley * (1.0 + np.linalg.norm(valley.mode))
+
+
 def distinct_valleys(spec, w, e, g, a, settings: ValleySettings) -> list[Valley]:
     """The accepted minima (gradient below ``gtol``, positive-definite Hessian) merged into
     valleys modulo the symmetry group, lowest energy first; each valley keeps the starts that
@@ -306,8 +313,7 @@ def distinct_valleys(spec, w, e, g, a, settings: ValleySettings) -> list[Valley]
         if np.linalg.eigvalsh(0.5 * (a[i] + a[i].T))[0] <= 0:
             continue
         for v in valleys:
-            d = aligned_distance(spec, w[i], v.mode)
-            if d <= settings.same_valley * (1.0 + np.linalg.norm(v.mode)):
+            if in_valley(spec, w[i], v, settings):
                 v.hits.append(int(i))
                 break
         else:
