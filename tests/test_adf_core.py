@@ -147,10 +147,12 @@ def _likelihood_cases(rng):
         "softmax_mc": (3, lambda nu, psi, y: lik.softmax_mc_log_z(nu, psi, y, eps),
                        np.array([[1.0], [2.0]])),
         "poisson": (1, lik.poisson_nb_log_z, np.array([[3.0], [0.0]])),
+        "poisson_quadrature": (1, lik.poisson_quadrature_log_z, np.array([[3.0], [12.0]])),
     }  # fmt: skip
 
 
-LIKELIHOOD_CASES = ["gaussian", "probit", "softmax_bound", "softmax_mc", "poisson"]
+LIKELIHOOD_CASES = ["gaussian", "probit", "softmax_bound", "softmax_mc", "poisson",
+                    "poisson_quadrature"]  # fmt: skip
 
 
 def _gradient_case(name):

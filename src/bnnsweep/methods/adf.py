@@ -36,6 +36,12 @@ class ADFSettings:
     axis), or an explicit list of hidden-layer widths (e.g. [50, 50]); the list form fixes
     the architecture whatever ``hidden`` says, so prefer the integer form in sweeps. Hidden
     units are ReLU (``activation`` accepts only ``relu``).
+
+    ``poisson_approximation``: ln Z of a count by quadrature of paper 004 eq. 20
+    (``quadrature``) or by the paper's negative binomial, eq. 21-22 (``negative_binomial``),
+    which is far off when a count lies far from e^nu (``engines.adf.poisson_lognormal``).
+    ``mean_init``: initial weight means N(0, 1/D) as HL&A's code (``fan_in``) or N(0, 1)
+    (``unit``), which deeper softmax networks need (``network.Architecture.init_means``).
     """
 
     hidden: int = 50
@@ -46,6 +52,8 @@ class ADFSettings:
     noise_shape: float = 6.0
     noise_rate: float = 6.0
     softmax_approximation: str = "mc"
+    poisson_approximation: str = "quadrature"
+    mean_init: str = "fan_in"
     mc_samples: int = 10
     predictive_samples: int = 100
     trace_test: bool = True
@@ -68,6 +76,10 @@ class ADFSettings:
         check_choice(
             "softmax_approximation", self.softmax_approximation, choices.SOFTMAX_APPROXIMATIONS
         )
+        check_choice(
+            "poisson_approximation", self.poisson_approximation, choices.POISSON_APPROXIMATIONS
+        )
+        check_choice("mean_init", self.mean_init, choices.MEAN_INITS)
         for key in ("epochs", "noise_shape", "noise_rate", "mc_samples", "predictive_samples"):
             check_positive(key, getattr(self, key))
         if self.noise_shape <= 1:

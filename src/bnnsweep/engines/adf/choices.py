@@ -22,6 +22,14 @@ def filter_likelihood(likelihood: str) -> str:
 
 
 SOFTMAX_APPROXIMATIONS = ("mc", "bound")
+POISSON_APPROXIMATIONS = ("quadrature", "negative_binomial")
+"""ln Z of a count (paper 004 eq. 20): Gauss-Hermite quadrature of the Poisson over the
+Gaussian log-rate (``poisson_lognormal``), or the paper's negative binomial (eq. 21-22)."""
+MEAN_INITS = ("fan_in", "unit")
+"""Symmetry-breaking initial weight means: N(0, 1/D) as HL&A 2015's code (on top of the
+1/sqrt(D) of eq. 7, so that the means' network shrinks its inputs by 1/sqrt(D) a layer), or
+N(0, 1) (the means' network keeps its inputs' scale, as a net initialised for eq. 7's
+scaling would)."""
 
 
 def n_outputs(likelihood: str, n_classes: int, n_targets: int) -> int:

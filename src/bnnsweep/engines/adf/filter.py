@@ -31,6 +31,7 @@ class FilterConfig(NamedTuple):
     likelihood: str
     fixed_variance: bool = False  # EBP: variances stay at 1, means only
     softmax_bound: bool = False  # softmax: the log bound (eq. 14-15) instead of Monte Carlo
+    poisson_nb: bool = False  # Poisson: the negative binomial (eq. 21-22) instead of quadrature
     mc_samples: int = 10  # softmax Monte Carlo samples per point (eq. 16-18)
     prior_precision: float = 0.0  # EBP's fixed prior precision lambda
 
@@ -69,7 +70,9 @@ def observation_log_z(cfg: FilterConfig, nu, psi, y, noise_var, key):
             return lik.softmax_bound_log_z(nu, psi, y)
         eps = jax.random.normal(key, (cfg.mc_samples, nu.shape[-1]), dtype=jnp.float64)
         return lik.softmax_mc_log_z(nu, psi, y, eps)
-    return lik.poisson_nb_log_z(nu, psi, y)
+    if cfg.poisson_nb:
+        return lik.poisson_nb_log_z(nu, psi, y)
+    return lik.poisson_quadrature_log_z(nu, psi, y)
 
 
 def point_update(cfg: FilterConfig, state: FilterState, x, y, active, key) -> FilterState:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from ...runtime.jax_runtime import jax, jnp
+from .poisson_lognormal import poisson_lognormal_log_z
 from .relu_moments import inverse_mills, log_probit
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -161,6 +162,13 @@ def poisson_nb_log_z(nu, psi, y):
         psi * one_pm
     )
     return jnp.sum(negative_binomial_logpmf(y, nu, psi), axis=-1), g_nu, g_psi
+
+
+def poisson_quadrature_log_z(nu, psi, y):
+    """ln Z of the Poisson likelihood with log-rate N(nu, psi), summed over outputs, and its
+    derivatives, by quadrature of eq. 20 itself (``poisson_lognormal``)."""
+    log_z, g_nu, g_psi = poisson_lognormal_log_z(nu, psi, y)
+    return jnp.sum(log_z, axis=-1), g_nu, g_psi
 
 
 def negative_binomial_mode(nu, psi):

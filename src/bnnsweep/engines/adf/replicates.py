@@ -60,6 +60,7 @@ class ADF:
             likelihood=filter_likelihood(self.likelihood),
             fixed_variance=self.ebp,
             softmax_bound=settings.softmax_approximation == "bound",
+            poisson_nb=settings.poisson_approximation == "negative_binomial",
             mc_samples=int(settings.mc_samples),
             prior_precision=float(getattr(settings, "prior_precision", 0.0)),
         )
@@ -96,7 +97,7 @@ class ADF:
         """Means N(0, 1/D) per replicate stream (HL&A 2015 sec. 3.4); variances 1 (EBP) or the
         prior's b/(a-1) (PBP); the noise and prior Gammas at their settings."""
         s = self.settings
-        means = self.arch.init_means(self.rngs)
+        means = self.arch.init_means(self.rngs, unit=s.mean_init == "unit")
         if self.ebp:
             variances = [np.ones_like(m) for m in means]
             prior_a = prior_b = np.full(R, np.nan)
@@ -159,10 +160,13 @@ class ADF:
             var = (psi + float(self.host_state().noise_var[r])) * scale**2
             logpred = np.asarray(lik.rounded_gaussian_logpmf(y, mean, var)).sum(axis=-1)
             return {"mean": np.asarray(lik.rounded_count(mean)), "var": var, "logpred": logpred}
-        if name == "poisson":
+        if name == "poisson":  # predicts the negative binomial's mode (paper 004 sec. 4)
             mode = np.asarray(lik.negative_binomial_mode(nu, psi))
             var = np.exp(nu) + psi * np.exp(2.0 * nu)
-            logpred = np.asarray(lik.negative_binomial_logpmf(y, nu, psi)).sum(axis=-1)
+            if self.config.poisson_nb:
+                logpred = np.asarray(lik.negative_binomial_logpmf(y, nu, psi)).sum(axis=-1)
+            else:  # ln p(y) under the model's own predictive: eq. 20 by quadrature
+                logpred = np.asarray(lik.poisson_quadrature_log_z(nu, psi, y)[0])
             return {"mean": mode, "var": var, "logpred": logpred}
         if name == "probit":
             probs = np.asarray(lik.probit_probs(nu, psi))
