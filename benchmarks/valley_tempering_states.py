@@ -15,6 +15,8 @@ come from the search.
 
     python benchmarks/valley_tempering_states.py --hidden 4 --seed 0 --streams 4
 
+``--importance N`` (default 100,000) adds importance sampling from each run's final
+reference (``vt.reference_importance``, a stochastic lower bound with no Markov chain);
 ``--quench N`` minimises N of each stream's lambda = 1 states and says whether they end in
 the search's valleys or in ones it missed; ``--set KEY=VALUE`` overrides a setting:
 
@@ -109,6 +111,16 @@ def quenched(target, settings, found, states: np.ndarray, n: int) -> str:
             f"{max(v.laplace_log_mass for v in found):.1f})")  # fmt: skip
 
 
+def importance(target, res, args) -> str:
+    """``vt.reference_importance`` from the run's final reference (``--importance`` draws): a
+    stochastic lower bound with no Markov chain."""
+    value, se, ess = vt.reference_importance(
+        target, res.reference, args.importance, np.random.default_rng([args.seed, 77])
+    )
+    return (f"importance sampling from the final reference ({args.importance} draws): "
+            f"{value:.2f} +- {se:.2f}, ESS {ess:.0f}")  # fmt: skip
+
+
 def streams(target, args) -> None:
     """One valley search, ``args.streams`` tempering runs from it (``--streams``)."""
     settings = vt.ValleyTemperingSettings(**args.overrides)
@@ -125,6 +137,8 @@ def streams(target, args) -> None:
         print(f"  stream {stream}: {values[-1]:.2f} +- {ses[-1]:.2f} {out.status} | round trips "
               f"{res.run.round_trips.mean():.1f} | prior's label at lambda = 1 "
               f"{np.mean(res.top_labels < 0):.2f}", flush=True)  # fmt: skip
+        if args.importance:
+            print("    " + importance(target, res, args), flush=True)
         if args.quench:
             states = res.run.posterior_samples.reshape(-1, res.run.posterior_samples.shape[-1])
             print("    " + quenched(target, settings, found, states, args.quench), flush=True)
@@ -138,6 +152,8 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=0, help="tempering runs from one search")
     parser.add_argument("--quench", type=int, default=0,
                         help="minimise this many lambda = 1 states of each stream")  # fmt: skip
+    parser.add_argument("--importance", type=int, default=100000,
+                        help="draws of importance sampling from the final reference (0: none)")  # fmt: skip
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
     args = parser.parse_args()
@@ -156,6 +172,8 @@ def main() -> None:
     print(f"H = {args.hidden} seed {args.seed}: {len(found)} valleys, ln p(D) "
           f"{out.log_z:.2f} +- {out.log_z_se:.2f} {out.status} | round trips "
           f"{res.run.round_trips.mean():.1f} per ladder | {time.process_time() - started:.0f} s CPU")  # fmt: skip
+    if args.importance:
+        print(importance(target, res, args), flush=True)
     states = res.run.posterior_samples.reshape(-1, res.run.posterior_samples.shape[-1])
     labels = res.top_labels.ravel()
     energy = jax.jit(jax.vmap(valleys.energy_function(target)))

@@ -594,7 +594,7 @@ def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: 
         # and 3, a loaded 2-core machine): 692 and 664 s of fit CPU against 745 s priced here;
         # the reference mixture's K W^2 a point adds no measurable time after pruning
         pilot = k * v.pilot_chains * 2 * v.pilot_samples * (v.leapfrog + 1)
-        total = _search_calls(v, n_weights) + pilot + grads
+        total = protocol.searches * (_search_calls(v, n_weights) + pilot) + grads
         held = batch * (protocol.samples + n_weights) + s.predictive_samples * n_test * n_out * 2
         return Work(total / batch, batch=batch, floats_held=held)
     if s.estimator == "nested":

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -72,6 +72,7 @@ from ...models.jax_network import canonical_units
 from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
 from ..mcmc import hmc
 from . import valleys as valley_search
+from .estimators import ratio_estimate
 from .result import EvidenceEstimate
 from .tempering import (
     CHUNK,
@@ -117,9 +118,19 @@ class ValleyTemperingSettings:
     # centres and scale matrices (inf: the Gaussians themselves). A light-tailed reference
     # holds back the posterior's mass beyond the Gaussians until lambda is near 1
     tail_dof: float = math.inf
+    # refit each valley's centre and scale matrix to the lambda = 1 states nearest it at the
+    # end of every burn-in round (the variational reference's moment matching), shrunk to the
+    # previous fit with the weight of ``refit_prior`` states; off: the pilot chains' Gaussians
+    refit: bool = True
+    refit_prior: float = 50.0
+    refit_inflate: float = 1.2  # the refitted scale matrix over the states' covariance
+    # independent valley searches, each with replicates / searches of the ladders: the s.e.
+    # then spans what differs between searches (``combine_searches``)
+    searches: int = 1
     min_swap_accept: float = 0.1
     min_round_trips: float = 2.0
     max_ss_ti_gap: float = 3.0
+    max_drift: float = 3.0  # combined s.e. between the kept iterations' halves
     search: dict = field(default_factory=dict)
 
     def search_settings(self) -> valley_search.ValleySettings:
@@ -131,10 +142,23 @@ class ValleyTemperingSettings:
                 raise ValueError(f"valley tempering setting {key!r} must be >= 1")
         if self.rungs < 3 or self.replicates < 2:
             raise ValueError("valley tempering needs rungs >= 3 and replicates >= 2")
+        if (
+            int(self.searches) < 1
+            or self.replicates % int(self.searches)
+            or (self.replicates // int(self.searches) < 2)
+        ):
+            raise ValueError(
+                "valley tempering setting 'searches' must divide 'replicates' into groups of "
+                f">= 2 ladders (replicates {self.replicates}, searches {self.searches})"
+            )
         if not 0 <= self.prior_share < 1:
             raise ValueError("valley tempering setting 'prior_share' must be in [0, 1)")
         if not 0 < self.weight_floor <= 1:
             raise ValueError("valley tempering setting 'weight_floor' must be in (0, 1]")
+        if not self.refit_prior > 0 or not self.refit_inflate > 0:
+            raise ValueError("valley tempering settings 'refit_prior', 'refit_inflate' must be > 0")
+        if not self.max_drift > 0:
+            raise ValueError("valley tempering setting 'max_drift' must be > 0")
         if not self.tail_dof > 0:
             raise ValueError("valley tempering setting 'tail_dof' must be > 0 (inf: Gaussian)")
         self.search_settings().validate()
@@ -178,6 +202,12 @@ class Reference:
         return Reference(self.centres[keep], self.factors[keep], self.inverses[keep],
                          self.log_det[keep], self.log_weights[keep], self.valleys[keep],
                          self.dof).with_weights(self.log_weights[keep])  # fmt: skip
+
+    def with_components(self, centres: np.ndarray, factors: np.ndarray) -> Reference:
+        """The same weights and labels with new centres and scale factors."""
+        return Reference(centres, factors, np.linalg.inv(factors),
+                         np.linalg.slogdet(factors)[1], self.log_weights, self.valleys,
+                         self.dof)  # fmt: skip
 
     def standard_draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """n draws x of a valley's standardised component: N(0, I), or for finite ``dof``
@@ -335,15 +365,12 @@ def _inside_program(spec):
 # the compiled sweep
 
 
-def _programs(target, n_leapfrog: int):
-    """``run(carry, ladder, xs, consts, ref, adapt)``: compiled sweep over the iterations in
-    xs (cached on the target)."""
-    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
-    if n_leapfrog in cache:
-        return cache[n_leapfrog]
+def _path_functions(target):
+    """(energy, ln |G|, components, phi') of the reference path on ``target``: E(u), the
+    symmetry group's log order, ln pi_k r_k(u) (``_log_components``) and
+    phi'(u) = E(u) - ln |G| + ln r(u) (module doc)."""
     spec = getattr(target, "spec", None)
     energy = valley_search.energy_function(target)
-    inside = _in_domain(spec)
     log_group = math.log(valley_search.group_order(spec))
 
     def log_prior_folded(u):
@@ -354,6 +381,18 @@ def _programs(target, n_leapfrog: int):
     def phi_prime(ref, u):
         value = energy(u) - log_group + jax.scipy.special.logsumexp(components(ref, u))
         return jnp.nan_to_num(value, nan=jnp.inf)
+
+    return energy, log_group, components, phi_prime
+
+
+def _programs(target, n_leapfrog: int):
+    """``run(carry, ladder, xs, consts, ref, adapt)``: compiled sweep over the iterations in
+    xs (cached on the target)."""
+    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
+    if n_leapfrog in cache:
+        return cache[n_leapfrog]
+    inside = _in_domain(getattr(target, "spec", None))
+    energy, log_group, components, phi_prime = _path_functions(target)
 
     def label_potential(ref, k, j, x, lam):
         """U_k(x) = -ln r(u, k) - ln |det L_j| + lambda phi'(u), u = c_j + L_j x: minus the log
@@ -472,6 +511,47 @@ def _adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
     return weights
 
 
+def refit_components(spec, ref: Reference, states: np.ndarray, s) -> Reference:
+    """Each valley's component moved to the lambda = 1 ``states`` (N, W) nearest it, the
+    moment matching of a variational reference (Surjanovic et al. 2022) per valley: a state
+    goes to the valley of largest ln pi_k + ln r_k(u) (the prior's component left out); with
+    n_k states of mean m_k and covariance S_k, and n_0 = ``refit_prior``,
+
+        c_k' = (n_k m_k + n_0 c_k) / (n_k + n_0),
+        Sigma_k' = (n_k a^2 S_k + n_0 Sigma_k) / (n_k + n_0),   a = ``refit_inflate``,
+
+    Sigma_k = L_k L_k^T the current scale matrix (for Student-t components of nu > 2
+    degrees of freedom S_k is first scaled by (nu - 2) / nu, the t's covariance to its scale
+    matrix). Valleys with no state keep their component; the centres stay in C (a convex cone:
+    the mean of states in C lies in it)."""
+    valley = np.flatnonzero(ref.valleys >= 0)
+    z = np.einsum("kij,nkj->nki", ref.inverses[valley], states[:, None] - ref.centres[valley])
+    score = ref.log_weights[valley] - ref.log_det[valley] - 0.5 * np.sum(z * z, axis=2)
+    if math.isfinite(ref.dof):
+        n = states.shape[1]
+        score = (ref.log_weights[valley] - ref.log_det[valley]
+                 - 0.5 * (ref.dof + n) * np.log1p(np.sum(z * z, axis=2) / ref.dof))  # fmt: skip
+    nearest = valley[np.argmax(score, axis=1)]
+    to_scale = (ref.dof - 2.0) / ref.dof if math.isfinite(ref.dof) and ref.dof > 2 else 1.0
+    centres, factors = ref.centres.copy(), ref.factors.copy()
+    n0 = float(s.refit_prior)
+    for k in valley:
+        mine = states[nearest == k]
+        n_k = len(mine)
+        if n_k < 2:
+            continue
+        old_cov = ref.factors[k] @ ref.factors[k].T
+        cov = (n_k * s.refit_inflate**2 * to_scale * np.cov(mine, rowvar=False)
+               + n0 * old_cov) / (n_k + n0)  # fmt: skip
+        centre = (n_k * mine.mean(axis=0) + n0 * ref.centres[k]) / (n_k + n0)
+        try:
+            factor = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            continue
+        centres[k], factors[k] = fold(spec, centre, factor)
+    return ref.with_components(centres, factors)
+
+
 def run_valley_tempering(
     target, reference: Reference, settings: ValleyTemperingSettings, rng, log=None
 ) -> ValleyTemperingRun:
@@ -519,6 +599,9 @@ def run_valley_tempering(
         occupancy = np.bincount(labels_k[..., -1].ravel(), minlength=K) / labels_k[..., -1].size
         prior_label = float(occupancy[reference.valleys < 0].sum())
         reference = reference.with_weights(np.log(_adapted_weights(reference, occupancy, s)))
+        if s.refit and r < len(lengths) - 1:  # the last round runs on the final reference
+            top = rec[7][half:]
+            reference = refit_components(spec, reference, top.reshape(-1, top.shape[-1]), s)
         upper = np.bincount(labels_k[..., L // 2 :].ravel(), minlength=K)
         keep = np.flatnonzero((upper > 0) | (reference.valleys < 0))  # the prior stays
         if s.prune and 0 < len(keep) < K:
@@ -583,14 +666,69 @@ def estimate_from_valley_run(res: ValleyTemperingRun, settings) -> EvidenceEstim
     """ln p(D) of one run: the ladder's stepping stone (``tempering.estimate_from_run``) plus
     ln P; s.e. the larger of the replicate ladders' jackknife and the within-ladder s.e.
     (the jackknife of a few ladders is itself noisy: 4 ladders gave s.e. 0.004-0.04 against
-    a spread of 0.04 over seeds on the linear regression), with ln P's s.e. added."""
+    a spread of 0.04 over seeds on the linear regression), with ln P's s.e. added.
+
+    Drift check: the stepping stone of the second half of the kept iterations minus that of
+    the first (``log_z_drift``); beyond ``max_drift`` combined s.e. the run is
+    ``not_converged`` (chains still moving into mass the first half had not reached: on the
+    robot arm at H = 4 a run 4 x as long came out 0.5-0.7 nats higher)."""
     out = estimate_from_run(res.run, settings)
     jackknife, within = out.log_z_se, out.diagnostics["log_z_se_within"]
     out.log_z += res.log_fold
     out.log_z_se = math.hypot(max(jackknife, within), res.log_fold_se)
     out.diagnostics["log_z_se_jackknife"] = jackknife
     out.diagnostics["log_z_ti"] += res.log_fold
+    S = res.run.phi.shape[2]
+    if S >= 4:
+        halves = [ratio_estimate(res.run.ladder, res.run.phi[:, :, part])
+                  for part in (slice(0, S // 2), slice(S // 2, S))]  # fmt: skip
+        drift = halves[1].log_z - halves[0].log_z
+        drift_se = math.hypot(*(max(h.log_z_se, h.log_z_se_within) for h in halves))
+        out.diagnostics.update(log_z_drift=drift, log_z_drift_se=drift_se)
+        if not abs(drift) <= settings.max_drift * drift_se:
+            out.flag(
+                "not_converged",
+                f"the second half of the kept iterations gives ln p(D) {drift:+.2f} +- "
+                f"{drift_se:.2f} from the first: the chains have not settled (raise samples)",
+            )
     return out
+
+
+def reference_importance(
+    target,
+    ref: Reference,
+    draws: int,
+    rng: np.random.Generator,
+    fold_draws: int = 20000,
+    chunk: int = 20000,
+) -> tuple[float, float, float]:
+    """ln p(D) by importance sampling from the reference, no Markov chain: with u exact draws
+    of r restricted to C (``sample_reference``), |G| exp(-E(u)) / (r(u) / P) has mean p(D),
+    so
+
+        ln p(D) ~ ln P + ln mean_u exp(-phi'(u)),
+
+    the stepping stone's single link from lambda = 0 to 1 with independent draws. Its
+    expectation lies below ln p(D) (Jensen) and it exceeds ln p(D) + t with probability at
+    most exp(-t) (Markov) whatever the reference: a stochastic lower bound. Returns ln p(D),
+    its s.e. (the weights' delta-method s.e. and ln P's) and the weights' ESS."""
+    spec = getattr(target, "spec", None)
+    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
+    if "phi_prime" not in cache:
+        phi_prime = _path_functions(target)[3]
+        cache["phi_prime"] = jax.jit(jax.vmap(phi_prime, in_axes=(None, 0)))
+    program, arrays = cache["phi_prime"], ref.arrays()
+    log_w = []
+    for start in range(0, draws, chunk):
+        u, _ = sample_reference(spec, ref, min(chunk, draws - start), rng, target.sample_prior)
+        log_w.append(-np.asarray(program(arrays, jnp.asarray(u))))
+    log_w = np.concatenate(log_w)
+    p, p_se, _ = fold_probability(spec, ref, fold_draws, rng)
+    top = log_w.max()
+    w = np.exp(log_w - top)
+    value = float(top + np.log(w.mean()) + math.log(p))
+    se = math.hypot(float(w.std(ddof=1) / (math.sqrt(w.size) * w.mean())), p_se)
+    return value, se, float(w.sum() ** 2 / np.sum(w**2))
 
 
 def estimate(
@@ -603,14 +741,73 @@ def estimate(
 def estimate_and_run(
     target, settings: ValleyTemperingSettings, rng: np.random.Generator, log=None
 ) -> tuple[EvidenceEstimate, ValleyTemperingRun | None]:
-    """``estimate`` and the run it came from (None when the search found no valley)."""
+    """``estimate`` and the run it came from (None when no search found a valley): with
+    ``searches`` G > 1, G independent valley searches, each with replicates / G ladders
+    (``combine_searches``); the run returned is the first search's with the lambda = 1 states
+    of all of them."""
     settings.validate()
+    started = time.process_time()
+    G = int(settings.searches)
+    part = replace(settings, replicates=settings.replicates // G)
+    found = [_one_search(target, part, rng, log) for _ in range(G)]
+    if any(res is None for _, res in found):
+        out = EvidenceEstimate(float("nan"), float("nan"), sum(e.n_grad_evals for e, _ in found))
+        out.flag("diverged", "no minimum passed the gradient and Hessian checks")
+        return out, None
+    out = combine_searches([e for e, _ in found]) if G > 1 else found[0][0]
+    out.diagnostics["cpu_seconds"] = time.process_time() - started
+    runs = [res for _, res in found]
+    first = runs[0]
+    pooled = replace(
+        first.run,
+        posterior_samples=np.concatenate([r.run.posterior_samples for r in runs], axis=1),
+        round_trips=np.concatenate([r.run.round_trips for r in runs]),
+        n_grad_evals=sum(r.run.n_grad_evals for r in runs),
+    )
+    return out, replace(first, run=pooled)
+
+
+def combine_searches(parts: list[EvidenceEstimate]) -> EvidenceEstimate:
+    """One estimate from G independent searches (each its own valleys, reference and
+    ladders): ln p(D) the mean of theirs; s.e. the larger of their spread, s_G / sqrt(G), and
+    their reported errors, sqrt(mean se_g^2 / G). The searches' spread is what differs between
+    seeds (the valleys found, their Gaussians) and the ladders of one search share: at H = 4 it
+    was most of the spread over seeds. Each search's flags are kept (named by its index);
+    per-search values are in ``search_log_z`` and ``search_log_z_se``, the ladders' round
+    trips pooled, the rest of the diagnostics the first search's."""
+    values = np.array([p.log_z for p in parts])
+    ses = np.array([p.log_z_se for p in parts])
+    G = len(parts)
+    between = float(np.std(values, ddof=1) / math.sqrt(G))
+    within = float(math.sqrt(np.mean(ses**2) / G))
+    out = EvidenceEstimate(
+        float(values.mean()), max(between, within), sum(p.n_grad_evals for p in parts),
+        diagnostics=dict(parts[0].diagnostics),
+    )  # fmt: skip
+    out.diagnostics.update(
+        search_log_z=values,
+        search_log_z_se=ses,
+        log_z_se_between_searches=between,
+        log_z_se_within_searches=within,
+        log_z_ti=float(np.mean([p.diagnostics["log_z_ti"] for p in parts])),
+        round_trips=np.concatenate([p.diagnostics["round_trips"] for p in parts]),
+        swap_accept_min=min(p.diagnostics["swap_accept_min"] for p in parts),
+        prior_occupancy=float(np.mean([p.diagnostics["prior_occupancy"] for p in parts])),
+        new_valley_share=max(p.diagnostics["new_valley_share"] for p in parts),
+    )
+    for g, p in enumerate(parts):
+        if p.status != "ok":
+            out.flag(p.status, f"search {g}: {p.reason}")
+    return out
+
+
+def _one_search(target, settings: ValleyTemperingSettings, rng, log=None):
+    """One valley search, its tempering run and estimate with the coverage diagnostics:
+    (estimate, run), run None when the search found no valley."""
     started = time.process_time()
     ref, found, n_search = search(target, settings, rng, log=log)
     if ref is None:
-        out = EvidenceEstimate(float("nan"), float("nan"), n_search)
-        out.flag("diverged", "no minimum passed the gradient and Hessian checks")
-        return out, None
+        return EvidenceEstimate(float("nan"), float("nan"), n_search), None
     res = run_valley_tempering(target, ref, settings, rng, log=log)
     out = estimate_from_valley_run(res, settings)
     out.n_grad_evals += n_search
