@@ -45,7 +45,8 @@ def test_both_methods_registered_with_fit_many():
 @pytest.mark.parametrize(
     "bad",
     [{"layers": 0}, {"layers": "50"}, {"layers": []}, {"layers": [5, 0]}, {"likelihood": "logit"}, {"noise_shape": 1.0},
-     {"epochs": 0}, {"softmax_approximation": "exact"}],
+     {"epochs": 0}, {"softmax_approximation": "exact"}, {"poisson_approximation": "exact"},
+     {"mean_init": "he"}],
 )  # fmt: skip
 def test_settings_refuse_bad_values(bad):
     with pytest.raises(SettingsError):
