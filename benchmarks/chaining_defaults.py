@@ -51,11 +51,14 @@ def main() -> None:
                 row = (seed, float(ds.log_evidence), float(ds.log_evidence_se), ds.status.item(),
                        float(ds.diag_log_evidence_ti), float(ds.diag_round_trips),
                        float(ds.diag_swap_accept_min), time.process_time() - started,
-                       float(ds.get("diag_prior_occupancy", np.nan)))  # fmt: skip
+                       float(ds.get("diag_prior_occupancy", np.nan)),
+                       float(ds.get("diag_log_evidence_drift", np.nan)),
+                       float(ds.get("diag_log_evidence_drift_se", np.nan)))  # fmt: skip
             rows.append(row)
             print(f"H = {args.hidden} seed {row[0]}: {row[1]:.2f} +- {row[2]:.2f} {row[3]} | TI "
                   f"{row[4]:.2f} | round trips {row[5]:.1f} per ladder | swap min {row[6]:.2f} "
-                  f"| prior's label at lambda = 1 {row[8]:.2f} | {row[7]:.0f} s CPU",
+                  f"| prior's label at lambda = 1 {row[8]:.2f} | drift {row[9]:+.2f} +- "
+                  f"{row[10]:.2f} | {row[7]:.0f} s CPU",
                   flush=True)  # fmt: skip
     values, ses = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
     ok = [r for r in rows if r[3] == "ok"]

@@ -105,11 +105,13 @@ def test_settings_reject_bad_values():
         vt.ValleyTemperingSettings(search={"no_such_key": 1}).validate()
 
 
-def test_chaining_with_the_valley_tempering_estimator_fits_a_cell():
+@pytest.mark.parametrize("searches", [1, 2])
+def test_chaining_with_the_valley_tempering_estimator_fits_a_cell(searches):
     """``chaining`` with ``estimator: valley_tempering`` on the robot arm at H = 1 (a short
-    protocol): a finite ln p(D) with its s.e., within 1 nat of the valley sum's -514.51
-    (docs/evidence.md), finite predictions, and the reference's valleys as traces whose
-    weights sum to 1 with the prior's share."""
+    protocol, one search or two independent ones): a finite ln p(D) with its s.e., within 1
+    nat of the valley sum's -514.51 (docs/evidence.md), finite predictions, the reference's
+    valleys as traces whose weights sum to 1 with the prior's share, the drift between the
+    kept halves, and with two searches each one's estimate, their mean the cell's."""
     from bnnsweep import datasets
     from bnnsweep.methods import get_method
 
@@ -117,7 +119,7 @@ def test_chaining_with_the_valley_tempering_estimator_fits_a_cell():
     settings = method.settings(
         {"hidden": 1, "activation": "tanh", "estimator": "valley_tempering",
          "valley_tempering": {"rungs": 5, "replicates": 4, "burn_in": 100, "adapt_rounds": 2,
-                              "samples": 100,
+                              "samples": 100, "searches": searches,
                               "search": {"starts": 8, "pilot_samples": 40}}}
     )  # fmt: skip
     split = datasets.load("robot_arm").split("default")
@@ -128,6 +130,11 @@ def test_chaining_with_the_valley_tempering_estimator_fits_a_cell():
     weights = result.traces["valley_reference_weight"][1]  # the valleys'; the prior has the rest
     assert weights.sum() == pytest.approx(1.0 - vt.ValleyTemperingSettings().prior_share)
     assert result.traces["link_lambda"][1][0] == 0.0 and result.traces["link_lambda"][1][-1] == 1
+    assert np.isfinite(result.diagnostics["log_evidence_drift"])
+    if searches > 1:
+        per_search = result.traces["search_log_evidence"][1]
+        assert len(per_search) == searches
+        assert per_search.mean() == pytest.approx(result.log_evidence)
 
 
 def test_valley_tempering_settings_are_checked_with_the_key_named():

@@ -390,7 +390,14 @@ def fit_valley_tempering(split: Split, settings: ChainingSettings, model: Margin
         # beyond their moment-matched Gaussians, docs/evidence.md)
         prior_occupancy=d["prior_occupancy"],
         group_order=d["group_order"],
+        # the second half of the kept iterations' stepping stone minus the first's
+        log_evidence_drift=d.get("log_z_drift", np.nan),
+        log_evidence_drift_se=d.get("log_z_drift_se", np.nan),
     )
+    if "search_log_z" in d:  # independent searches (setting ``searches``): each one's estimate
+        result.coords["search"] = np.arange(len(d["search_log_z"]))
+        result.traces["search_log_evidence"] = (("search",), d["search_log_z"])
+        result.traces["search_log_evidence_se"] = (("search",), d["search_log_z_se"])
     return result
 
 

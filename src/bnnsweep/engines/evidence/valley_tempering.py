@@ -50,13 +50,21 @@ Moves, each leaving p_lambda invariant (per rung; rung 0 takes exact reference d
 During burn-in the ladder is placed for equal swap rejection (``tempering.replace_ladder``),
 the HMC step adapted per rung by dual averaging, and the weights pi moved to the valleys'
 occupancy at lambda = 1 (with ``weight_floor`` spread evenly, so that no valley is shut
-out): the variational reference's fit; valleys that no state in the upper half of the
-ladder visited leave the mixture (``prune``: each costs K W^2 per evaluation, more than the
-network at H = 8). The kept iterations use all of them frozen.
+out), and (``refit``) each valley's centre and scale matrix moment-matched to the lambda = 1
+states nearest it (``refit_components``): the variational reference's fit (Surjanovic et al.
+2022); valleys that no state in the upper half of the ladder visited leave the mixture
+(``prune``: each costs K W^2 per evaluation, more than the network at H = 8). The kept
+iterations use all of them frozen, so the estimate stays exact for the reference they end
+with.
 
 Status and error as ``tempering``: the s.e. is the jackknife over independent replicate
 ladders; ``not_converged`` on swap acceptance below ``min_swap_accept``, fewer round trips
-than ``min_round_trips``, or stepping stone and TI apart.
+than ``min_round_trips``, stepping stone and TI apart, or the two halves of the kept
+iterations apart (``max_drift``). The ladders of one run share its valley search, whose
+variability they cannot see: with ``searches`` > 1 the run is that many independent
+searches, each with its share of the ladders, and the s.e. spans their spread
+(``combine_searches``). ``reference_importance`` is importance sampling from the reference
+with no Markov chain, a stochastic lower bound beside the estimate.
 """
 
 from __future__ import annotations
