@@ -269,31 +269,39 @@ def test_student_t_draws_have_the_f_distribution():
         assert kstest(np.sum(x * x, axis=1) / d, f(d, nu).cdf).pvalue > 1e-3
 
 
-def test_refit_moves_each_valley_to_its_states_with_shrinkage():
+def test_refit_widens_each_valley_to_its_states_never_narrows():
     """``refit_components``: states drawn around two valleys (no symmetries, d = 3) go to the
-    nearer component; each component's centre becomes (n m + n_0 c) / (n + n_0) and its scale
-    matrix (n a^2 S + n_0 Sigma) / (n + n_0) of the states' mean m and covariance S; a valley
-    with no state and the prior's component keep theirs."""
+    nearer component. Valley 0's states are wider than its component in every direction: its
+    centre becomes (n m + n_0 c) / (n + n_0) and its scale matrix (n a^2 S + n_0 Sigma) /
+    (n + n_0), of the states' mean m and covariance S. Valley 1's are wider along the first
+    axis only: the scale matrix widens there and keeps Sigma along the others (expand only).
+    A valley with no state and the prior's component keep theirs."""
     d = 3
     rng = np.random.default_rng(0)
     centres = np.array([[6.0, 0.0, 0.0], [-6.0, 0.0, 0.0], [0.0, 20.0, 0.0]])
     factors = np.stack([0.5 * np.eye(d)] * 3)
     ref = vt.build_reference(None, centres, factors, np.log([0.4, 0.4, 0.2]), 0.05)
     cov = np.array([[1.0, 0.3, 0.0], [0.3, 2.0, 0.0], [0.0, 0.0, 0.5]])
+    narrow = np.diag([1.0, 0.01, 0.01])
     states = np.concatenate([
         rng.multivariate_normal([6.5, 0.2, 0.0], cov, 300),
-        rng.multivariate_normal([-6.0, -0.5, 0.1], 0.3 * cov, 100),
+        rng.multivariate_normal([-6.0, -0.2, 0.1], narrow, 100),
     ])  # fmt: skip
     s = vt.ValleyTemperingSettings(refit_prior=20.0, refit_inflate=1.2)
     out = vt.refit_components(None, ref, states, s)
-    for k, part in ((0, states[:300]), (1, states[300:])):
-        n = len(part)
-        centre = (n * part.mean(axis=0) + 20.0 * centres[k]) / (n + 20.0)
-        scale = (n * 1.44 * np.cov(part, rowvar=False) + 20.0 * 0.25 * np.eye(d)) / (n + 20.0)
-        np.testing.assert_allclose(out.centres[k], centre, atol=1e-12)
-        np.testing.assert_allclose(out.factors[k] @ out.factors[k].T, scale, atol=1e-12)
+    n, part = 300, states[:300]
+    centre = (n * part.mean(axis=0) + 20.0 * centres[0]) / (n + 20.0)
+    scale = (n * 1.44 * np.cov(part, rowvar=False) + 20.0 * 0.25 * np.eye(d)) / (n + 20.0)
+    np.testing.assert_allclose(out.centres[0], centre, atol=1e-12)
+    np.testing.assert_allclose(out.factors[0] @ out.factors[0].T, scale, atol=1e-12)
+    new = out.factors[1] @ out.factors[1].T
+    assert new[0, 0] > 1.0  # widened along the states' long axis (from 0.25)
+    assert np.all(np.linalg.eigvalsh(new - 0.25 * np.eye(d)) > -1e-12)  # nowhere narrower
+    np.testing.assert_allclose(np.diag(new)[1:], 0.25, rtol=0.05)  # kept where they are narrow
+    for k in (0, 1):
         np.testing.assert_allclose(out.inverses[k] @ out.factors[k], np.eye(d), atol=1e-10)
-        assert out.log_det[k] == pytest.approx(0.5 * np.linalg.slogdet(scale)[1])
+        sign, logdet = np.linalg.slogdet(out.factors[k] @ out.factors[k].T)
+        assert out.log_det[k] == pytest.approx(0.5 * logdet)
     for k in (2, 3):  # the empty valley and the prior
         np.testing.assert_array_equal(out.centres[k], ref.centres[k])
         np.testing.assert_array_equal(out.factors[k], ref.factors[k])

@@ -126,9 +126,10 @@ class ValleyTemperingSettings:
     # centres and scale matrices (inf: the Gaussians themselves). A light-tailed reference
     # holds back the posterior's mass beyond the Gaussians until lambda is near 1
     tail_dof: float = math.inf
-    # refit each valley's centre and scale matrix to the lambda = 1 states nearest it at the
-    # end of every burn-in round (the variational reference's moment matching), shrunk to the
-    # previous fit with the weight of ``refit_prior`` states; off: the pilot chains' Gaussians
+    # move each valley's component to the lambda = 1 states nearest it at the end of every
+    # burn-in round but the last, widening it where they spread beyond it and never narrowing
+    # it (``refit_components``), shrunk to the previous fit by ``refit_prior`` states; off:
+    # the pilot chains' Gaussians throughout
     refit: bool = True
     refit_prior: float = 50.0
     refit_inflate: float = 1.2  # the refitted scale matrix over the states' covariance
@@ -520,42 +521,50 @@ def _adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
 
 
 def refit_components(spec, ref: Reference, states: np.ndarray, s) -> Reference:
-    """Each valley's component moved to the lambda = 1 ``states`` (N, W) nearest it, the
-    moment matching of a variational reference (Surjanovic et al. 2022) per valley: a state
-    goes to the valley of largest ln pi_k + ln r_k(u) (the prior's component left out); with
-    n_k states of mean m_k and covariance S_k, and n_0 = ``refit_prior``,
+    """Each valley's component widened to the lambda = 1 ``states`` (N, W) nearest it, the
+    moment matching of a variational reference (Surjanovic et al. 2022) per valley, expand
+    only: a state goes to the valley of largest ln pi_k + ln r_k(u) (the prior's component
+    left out); in the component's whitened coordinates x = L_k^-1 (u - c_k) its n_k states
+    have mean m and covariance S, and with n_0 = ``refit_prior``, a = ``refit_inflate``
 
-        c_k' = (n_k m_k + n_0 c_k) / (n_k + n_0),
-        Sigma_k' = (n_k a^2 S_k + n_0 Sigma_k) / (n_k + n_0),   a = ``refit_inflate``,
+        c_k' = c_k + L_k n_k m / (n_k + n_0),
+        (n_k a^2 S + n_0 I) / (n_k + n_0) = V D V^T,   L_k' = L_k V max(D, 1)^(1/2),
 
-    Sigma_k = L_k L_k^T the current scale matrix (for Student-t components of nu > 2
-    degrees of freedom S_k is first scaled by (nu - 2) / nu, the t's covariance to its scale
-    matrix). Valleys with no state keep their component; the centres stay in C (a convex cone:
-    the mean of states in C lies in it)."""
+    so that the new scale matrix L_k' L_k'^T is never narrower than L_k L_k^T in any
+    direction (for Student-t components of nu > 2 degrees of freedom S is first scaled by
+    (nu - 2) / nu, the t's covariance to its scale matrix). Expand only: the states of a
+    valley are autocorrelated chain draws, too few to estimate 42 variances at H = 8, and a
+    plain moment match narrowed the components in the directions they had not explored, which
+    pushed the lambda = 1 states out of them (the prior's label 0.15, 0.48, 0.59 over three
+    burn-in rounds). Valleys with fewer than two states keep their component; the centres
+    stay in C (a convex cone: the mean of states in C lies in it, and c_k' is between c_k
+    and that mean)."""
     valley = np.flatnonzero(ref.valleys >= 0)
     z = np.einsum("kij,nkj->nki", ref.inverses[valley], states[:, None] - ref.centres[valley])
-    score = ref.log_weights[valley] - ref.log_det[valley] - 0.5 * np.sum(z * z, axis=2)
+    r2 = np.sum(z * z, axis=2)
     if math.isfinite(ref.dof):
         n = states.shape[1]
-        score = (ref.log_weights[valley] - ref.log_det[valley]
-                 - 0.5 * (ref.dof + n) * np.log1p(np.sum(z * z, axis=2) / ref.dof))  # fmt: skip
-    nearest = valley[np.argmax(score, axis=1)]
+        score = (
+            ref.log_weights[valley]
+            - ref.log_det[valley]
+            - 0.5 * (ref.dof + n) * np.log1p(r2 / ref.dof)
+        )
+    else:
+        score = ref.log_weights[valley] - ref.log_det[valley] - 0.5 * r2
+    nearest = np.argmax(score, axis=1)
     to_scale = (ref.dof - 2.0) / ref.dof if math.isfinite(ref.dof) and ref.dof > 2 else 1.0
     centres, factors = ref.centres.copy(), ref.factors.copy()
     n0 = float(s.refit_prior)
-    for k in valley:
-        mine = states[nearest == k]
-        n_k = len(mine)
+    for i, k in enumerate(valley):
+        x = z[nearest == i, i]
+        n_k = len(x)
         if n_k < 2:
             continue
-        old_cov = ref.factors[k] @ ref.factors[k].T
-        cov = (n_k * s.refit_inflate**2 * to_scale * np.cov(mine, rowvar=False)
-               + n0 * old_cov) / (n_k + n0)  # fmt: skip
-        centre = (n_k * mine.mean(axis=0) + n0 * ref.centres[k]) / (n_k + n0)
-        try:
-            factor = np.linalg.cholesky(cov)
-        except np.linalg.LinAlgError:
-            continue
+        cov = (n_k * s.refit_inflate**2 * to_scale * np.cov(x, rowvar=False)
+               + n0 * np.eye(x.shape[1])) / (n_k + n0)  # fmt: skip
+        d, v = np.linalg.eigh(cov)
+        factor = ref.factors[k] @ (v * np.sqrt(np.maximum(d, 1.0)))
+        centre = ref.centres[k] + ref.factors[k] @ (n_k * x.mean(axis=0) / (n_k + n0))
         centres[k], factors[k] = fold(spec, centre, factor)
     return ref.with_components(centres, factors)
 
