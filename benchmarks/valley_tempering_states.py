@@ -154,6 +154,8 @@ def main() -> None:
                         help="minimise this many lambda = 1 states of each stream")  # fmt: skip
     parser.add_argument("--importance", type=int, default=100000,
                         help="draws of importance sampling from the final reference (0: none)")  # fmt: skip
+    parser.add_argument("--log", action="store_true",
+                        help="print the burn-in rounds (swaps, occupancy, the prior's label)")  # fmt: skip
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
     args = parser.parse_args()
@@ -167,7 +169,7 @@ def main() -> None:
     settings = vt.ValleyTemperingSettings(**args.overrides)
     rng = np.random.default_rng([args.seed, 33])
     ref, found, _ = vt.search(target, settings, rng)
-    res = vt.run_valley_tempering(target, ref, settings, rng)
+    res = vt.run_valley_tempering(target, ref, settings, rng, log=print if args.log else None)
     out = vt.estimate_from_valley_run(res, settings)
     print(f"H = {args.hidden} seed {args.seed}: {len(found)} valleys, ln p(D) "
           f"{out.log_z:.2f} +- {out.log_z_se:.2f} {out.status} | round trips "
