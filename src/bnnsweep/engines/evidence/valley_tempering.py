@@ -50,12 +50,12 @@ Moves, each leaving p_lambda invariant (per rung; rung 0 takes exact reference d
 During burn-in the ladder is placed for equal swap rejection (``tempering.replace_ladder``),
 the HMC step adapted per rung by dual averaging, and the weights pi moved to the valleys'
 occupancy at lambda = 1 (with ``weight_floor`` spread evenly, so that no valley is shut
-out), and (``refit``) each valley's centre and scale matrix moment-matched to the lambda = 1
-states nearest it (``refit_components``): the variational reference's fit (Surjanovic et al.
-2022); valleys that no state in the upper half of the ladder visited leave the mixture
-(``prune``: each costs K W^2 per evaluation, more than the network at H = 8). The kept
-iterations use all of them frozen, so the estimate stays exact for the reference they end
-with.
+out), and (``refit``) each valley's component moved to the lambda = 1 states nearest it and
+widened where they spread beyond it, never narrowed (``refit_components``): the variational
+reference's fit (Surjanovic et al. 2022); valleys that no state in the upper half of the
+ladder visited leave the mixture (``prune``: each costs K W^2 per evaluation, more than the
+network at H = 8). The kept iterations use all of them frozen, so the estimate stays exact
+for the reference they end with.
 
 Status and error as ``tempering``: the s.e. is the jackknife over independent replicate
 ladders; ``not_converged`` on swap acceptance below ``min_swap_accept``, fewer round trips
@@ -106,9 +106,10 @@ class ValleyTemperingSettings:
     """The valley search (``search``: overrides of ``valleys.ValleySettings``; the AIS
     settings there are not used; ``SEARCH_DEFAULTS`` under them) and the tempering protocol.
     Defaults: 24 rungs x 8 replicate ladders, 1,200 burn-in iterations in 6 rounds of ladder
-    placement and 1,600 kept iterations of 10 leapfrog steps. On the robot arm at H = 8, seed 0, 16 rungs placed with
-    half their measure on the initial ladder (floor 0.5) left the last pair, lambda 0.956 to
-    1, at swap acceptance 0.012; 24 rungs with floor 0.2 gave every pair >= 0.53."""
+    placement and 1,600 kept iterations of 10 leapfrog steps. On the robot arm at H = 8,
+    seed 0, 16 rungs placed with half their measure on the initial ladder (floor 0.5) left
+    the last pair, lambda 0.956 to 1, at swap acceptance 0.012; 24 rungs with floor 0.2 gave
+    every pair >= 0.53."""
 
     rungs: int = 24
     replicates: int = 8
