@@ -629,7 +629,8 @@ def run_valley_tempering(
             reference = refit_components(spec, reference, top.reshape(-1, top.shape[-1]), s)
         upper = np.bincount(labels_k[..., L // 2 :].ravel(), minlength=K)
         keep = np.flatnonzero((upper > 0) | (reference.valleys < 0))  # the prior stays
-        if s.prune and 0 < len(keep) < K:
+        # (none pruned when no valley was visited: the mixture keeps at least one valley)
+        if s.prune and 0 < len(keep) < K and np.any(reference.valleys[keep] >= 0):
             # valleys no state of the upper half of the ladder visited: out of the mixture
             labels_now = np.asarray(carry[1])
             remap = np.zeros(K, dtype=labels_now.dtype)
