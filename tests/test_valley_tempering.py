@@ -141,8 +141,15 @@ def test_valley_tempering_settings_are_checked_with_the_key_named():
     from bnnsweep.method_base import SettingsError
     from bnnsweep.methods import get_method
 
+    chaining = get_method("chaining")
     with pytest.raises(SettingsError, match="'valley_tempering' has no key 'rung'"):
-        get_method("chaining").settings({"valley_tempering": {"rung": 3}})
+        chaining.settings({"valley_tempering": {"rung": 3}})
+    # a bool where the default is one (both values), never where it is a number
+    for value in (False, True):
+        settings = chaining.settings({"valley_tempering": {"refit": value, "prune": value}})
+        assert settings.valley_tempering_settings().refit is value
+    with pytest.raises(SettingsError, match="'valley_tempering.rungs' must be like 24, got True"):
+        chaining.settings({"valley_tempering": {"rungs": True}})
 
 
 def test_the_prior_component_is_folded_into_the_domain_with_its_share():

@@ -93,7 +93,10 @@ def _overridden(kind, key: str, overrides: dict):
                 f"setting {key!r} has no key {name!r}; valid: {', '.join(sorted(known))}"
             )
         default = getattr(kind(), name)
-        if isinstance(value, bool) or not isinstance(value, type(default) | int):
+        # a bool only where the default is one (True is an int to isinstance)
+        if isinstance(value, bool) != isinstance(default, bool) or not isinstance(
+            value, type(default) | int
+        ):
             raise ValueError(f"setting '{key}.{name}' must be like {default!r}, got {value!r}")
     return kind(**overrides)
 
