@@ -134,3 +134,31 @@ def test_nested_settings_are_checked_with_the_key_named():
         get_method("chaining").settings({"estimator": "nested", "nested": {"coordinates": "x"}})
     with pytest.raises(SettingsError, match="'nested' has no key 'lives'"):
         get_method("chaining").settings({"nested": {"lives": 10}})
+
+
+def test_reference_space_repartitions_the_folded_posterior():
+    """``coordinates: reference`` (robot arm H = 2, a 16-start search): its prior draws lie
+    in the fundamental domain C, where the log prior is finite, and at their mirror images
+    (one unit's signs flipped) it is -inf; prior times likelihood is the folded posterior's
+    density, ln r(u) - phi'(u) = ln |G| - E(u), at every draw; ln P = ln int_C r is <= 0."""
+    from bnnsweep.engines.evidence import valleys
+
+    model = _robot_arm(2)
+    spec = model.spec
+    settings = nested.NestedSettings(coordinates="reference", search={"starts": 16})
+    where = nested.reference_space(model, settings, np.random.default_rng(0))
+    u = where.sample(64, np.random.default_rng(1))
+    canonical = np.asarray(jax.vmap(lambda x: canonical_units(spec, x))(jnp.asarray(u)))
+    np.testing.assert_array_equal(canonical, u)
+    log_prior = np.asarray(jax.vmap(where.log_prior)(jnp.asarray(u)))
+    log_like = np.asarray(jax.vmap(where.log_likelihood)(jnp.asarray(u)))
+    assert np.all(np.isfinite(log_prior)) and np.all(np.isfinite(log_like))
+    energy = np.asarray(jax.vmap(valleys.energy_function(model))(jnp.asarray(u)))
+    log_group = np.log(valleys.group_order(spec))
+    np.testing.assert_allclose(log_prior + log_like, log_group - energy, rtol=1e-10, atol=1e-8)
+    index, sign = group_elements(spec)[1]
+    flipped = sign * u[:, index]
+    moved = np.any(flipped != u, axis=1)
+    outside = np.asarray(jax.vmap(where.log_prior)(jnp.asarray(flipped[moved])))
+    assert moved.sum() > 50 and np.all(outside == -np.inf)
+    assert where.log_offset <= 1e-12 and where.log_offset_se >= 0

@@ -79,7 +79,8 @@ valleys found and their 2^H H! images (``engines.evidence.valleys``); ``temperin
 links exchange states (parallel tempering on an adapted ladder) and the paper's ratio is
 taken along it (stepping stone); the others run the paper's sequential links from the prior
 (``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo; ``nested``:
-nested sampling from the prior, no lambda path (``engines.evidence.nested``);
+nested sampling from the prior, no lambda path (``engines.evidence.nested``), or with
+``nested: {coordinates: reference}`` from the valleys' reference (posterior repartitioning);
 ``valley_tempering``: parallel tempering from a Gaussian mixture over the valleys found to
 the posterior folded onto one image of the symmetries (``engines.evidence.valley_tempering``)."""
 
@@ -513,12 +514,15 @@ def fit_nested(split: Split, settings: ChainingSettings, model: MarginalModel, r
     protocol = settings.nested_settings()
     found = estimate(model, protocol, rng, log=log)
     d = found.diagnostics
+    if "draws" not in d:  # ``coordinates: reference`` whose valley search found no minimum
+        return _no_draws_result(split, found)
     result = _weighted_draws_result(model, split, found, d["draws"], d["draw_weights"])
     runs = ", ".join(f"{z:.2f}" for z in d["log_z_replicates"])
     log(
         f"nested: ln p(D) = {found.log_z:.3f} +- {found.log_z_se:.3f} from "
         f"{protocol.replicates} runs of {protocol.live} live points ({runs}); "
         f"KL(posterior || prior) {d['information']:.1f} nats"
+        + (f", ln P {d['log_offset']:.3f}" if protocol.coordinates == "reference" else "")
     )
     result.coords["nested_run"] = np.arange(protocol.replicates)
     result.traces["nested_log_z"] = (("nested_run",), np.asarray(d["log_z_replicates"]))

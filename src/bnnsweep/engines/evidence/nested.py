@@ -34,9 +34,12 @@ as ``n_grad_evals`` (a likelihood costs about a third of a gradient).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,7 +66,13 @@ class NestedSettings:
     max_steps: int = 200_000  # cap on outer steps (a run that reaches it is not_converged)
     window: float = 40.0  # dead points kept for posterior draws, in multiples of live
     min_p: float = 0.01  # replicate consistency (chi-square p-value) below which: not_converged
-    coordinates: str = "noncentred"  # or "centred": w itself under exp(-E_0)
+    coordinates: str = "noncentred"  # or "centred": w itself under exp(-E_0); or "reference"
+    # ``coordinates: reference``: the valley search's mixture (Student-t components of
+    # ``reference_dof`` degrees of freedom, the prior's share ``reference_prior_share``) as the
+    # prior, the likelihood repartitioned (module docstring); ``search`` overrides the search
+    reference_dof: float = 3.0
+    reference_prior_share: float = 0.05
+    search: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         if int(self.live) < 10:
@@ -74,32 +83,103 @@ class NestedSettings:
             raise ValueError("nested needs inner_steps > 0 and 0 < delete_fraction <= 0.5")
         if not 0 < self.stop < 1 or int(self.volume_draws) < 10:
             raise ValueError("nested needs 0 < stop < 1 and volume_draws >= 10")
-        if self.coordinates not in ("noncentred", "centred"):
+        if self.coordinates not in ("noncentred", "centred", "reference"):
             raise ValueError(
-                f"nested setting 'coordinates' must be 'noncentred' or 'centred', not "
-                f"{self.coordinates!r}"
+                "nested setting 'coordinates' must be 'noncentred', 'centred' or 'reference', "
+                f"not {self.coordinates!r}"
+            )
+        if not self.reference_dof > 0 or not 0 <= self.reference_prior_share < 1:
+            raise ValueError(
+                "nested settings need reference_dof > 0 and 0 <= reference_prior_share < 1"
             )
 
 
-def space(target, coordinates: str = "noncentred"):
-    """(log prior, log likelihood, prior draws, canonical form or None, map to w) in the
-    coordinates nested sampling moves in: the target's ``noncentred()`` where it has one
-    (module docstring), else w itself with pi = exp(-E_0) and exact draws ``sample_prior``."""
+class Space(NamedTuple):
+    """What a nested run moves in: the log prior (up to a constant) and log likelihood of one
+    point, exact prior draws ``sample(n, rng)``, the canonical form of the symmetries (None:
+    no folding), the map to weights w, and ln of the constant Z is multiplied by (with its
+    s.e.) and the gradient-equivalents spent building the space."""
+
+    log_prior: Callable
+    log_likelihood: Callable
+    sample: Callable
+    canonical: Callable | None
+    to_weights: Callable
+    log_offset: float = 0.0
+    log_offset_se: float = 0.0
+    evaluations: int = 0
+
+
+def space(target, coordinates: str = "noncentred") -> Space:
+    """The coordinates nested sampling moves in: the target's ``noncentred()`` where it has
+    one (module docstring), else w itself with pi = exp(-E_0) and exact draws
+    ``sample_prior`` (``reference_space`` for ``coordinates: reference``)."""
     if coordinates == "noncentred" and hasattr(target, "noncentred"):
         nc = target.noncentred()
-        return (
+        return Space(
             nc.log_prior,
             lambda u: -target.phi_one(nc.weights(u)),
             nc.sample,
             nc.canonical,
             nc.weights,
         )
-    return (
+    return Space(
         lambda w: -target.prior_energy_one(w),
         lambda w: -target.phi_one(w),
         lambda n, rng: target.sample_prior(n, rng)[0],
         _canonical(target),
         lambda w: w,
+    )
+
+
+def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | None:
+    """Nested sampling from the valleys' reference (posterior repartitioning, Chen, Hobson,
+    Das & Gelderblom 2019): with r the mixture that ``valley_tempering`` starts its ladders
+    from (its valley search; Student-t components of ``reference_dof``, the prior's share
+    ``reference_prior_share``; Laplace masses as weights) restricted to the fundamental
+    domain C of the hidden units' symmetries, P = int_C r,
+
+        p(D) = int_C |G| exp(-E(u)) du = P int (r 1_C / P) exp(-phi'(u)) du,
+
+    phi'(u) = E(u) - ln |G| + ln r(u): the prior r 1_C / P, the likelihood exp(-phi'), and
+    ln P (Monte Carlo, ``fold_probability``) added to the run's ln Z. Z is the same for any r;
+    r sets how far the run has to compress, KL(posterior || r 1_C / P) instead of KL from the
+    prior, and each valley starts with live points in proportion to its weight instead of its
+    tiny share of the prior, so that no valley has to survive the compression from the prior
+    (the failure of ``coordinates: noncentred`` on the robot arm at H = 4). No lambda path and
+    no Markov chain between the reference and the posterior: independent of the tempering
+    that uses the same reference. None when the search found no valley."""
+    from . import valley_tempering as vt
+
+    spec = getattr(target, "spec", None)
+    vts = vt.ValleyTemperingSettings(
+        tail_dof=settings.reference_dof,
+        prior_share=settings.reference_prior_share,
+        search=dict(settings.search),
+    )
+    ref, found, n_search = vt.search(target, vts, rng, log=log)
+    if ref is None:
+        return None
+    _, _, components, phi_prime = vt.path_functions(target)
+    arrays = ref.arrays()
+    inside = vt.in_domain(spec)
+
+    def log_prior(u):
+        value = jax.scipy.special.logsumexp(components(arrays, u))
+        return jnp.where(inside(u), value, -jnp.inf)
+
+    p, p_se, _ = vt.fold_probability(spec, ref, vts.fold_draws, rng)
+    if log is not None:
+        log(f"nested from the reference: {len(found)} valleys, ln P = {math.log(p):.3f}")
+    return Space(
+        log_prior,
+        lambda u: -phi_prime(arrays, u),
+        lambda n, rng: vt.sample_reference(spec, ref, n, rng, target.sample_prior)[0],
+        None,
+        lambda u: u,
+        math.log(p),
+        p_se,
+        int(n_search),
     )
 
 
@@ -136,6 +216,8 @@ class NestedRun:
     draws: np.ndarray  # (M, W) weights of the last ``window`` dead points and the live sets
     draw_weights: np.ndarray  # (M,) their posterior weights, summing to 1
     kept_share: float  # posterior weight of the kept points in the whole run's
+    log_offset: float = 0.0  # ln P of ``coordinates: reference`` (in every ln Z above)
+    log_offset_se: float = 0.0  # its s.e., common to the replicates
 
 
 def _dead(loglikelihood, birth):
@@ -172,7 +254,9 @@ def _information(log_z: float, loglikelihood, log_w) -> float:
     return float(np.sum(p * np.asarray(loglikelihood)) - log_z)
 
 
-def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=None) -> NestedRun:
+def run_nested(
+    target, settings: NestedSettings, rng: np.random.Generator, log=None
+) -> NestedRun | None:
     """R independent nested-sampling runs as one vmapped compiled program (module docstring)."""
     import blackjax
 
@@ -180,7 +264,13 @@ def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=N
     s.validate()
     from blackjax.ns.nss import live_covariance_factor
 
-    log_prior, log_likelihood, sample, canonical, to_weights = space(target, s.coordinates)
+    if s.coordinates == "reference":
+        where = reference_space(target, s, rng, log=log)
+        if where is None:
+            return None
+    else:
+        where = space(target, s.coordinates)
+    log_prior, log_likelihood, sample, canonical, to_weights = where[:5]
     R, n = int(s.replicates), int(s.live)
     starts = np.stack([sample(n, rng) for _ in range(R)])  # (R, n, d)
     d = starts.shape[-1]
@@ -253,18 +343,20 @@ def run_nested(target, settings: NestedSettings, rng: np.random.Generator, log=N
     to_w = jax.jit(jax.vmap(to_weights))
     draws = np.asarray(to_w(jnp.asarray(kept.reshape(-1, d))))
     return NestedRun(
-        log_z_replicates=per_run.mean(axis=1),
+        log_z_replicates=per_run.mean(axis=1) + where.log_offset,
         se_replicates=per_run.std(axis=1, ddof=1),
-        log_z=log_z,
+        log_z=log_z + where.log_offset,
         se_volume=float(merged.std(ddof=1)),
         dead=int(ll.size),
         steps=steps,
-        evaluations=int(evaluations.sum()),
+        evaluations=int(evaluations.sum()) + where.evaluations,
         information=_information(log_z, ll.ravel(), log_w.ravel()),
         capped=capped,
         draws=draws,
         draw_weights=weights,
         kept_share=share,
+        log_offset=where.log_offset,
+        log_offset_se=where.log_offset_se,
     )
 
 
@@ -283,7 +375,7 @@ def estimate_from_run(res: NestedRun, settings: NestedSettings) -> EvidenceEstim
     p_value = float(chi2.sf(statistic, R - 1))
     out = EvidenceEstimate(
         log_z=res.log_z,
-        log_z_se=max(res.se_volume, spread_se),
+        log_z_se=math.hypot(max(res.se_volume, spread_se), res.log_offset_se),
         n_grad_evals=res.evaluations,
         diagnostics={
             "log_z_replicates": res.log_z_replicates,
@@ -295,6 +387,7 @@ def estimate_from_run(res: NestedRun, settings: NestedSettings) -> EvidenceEstim
             "dead": res.dead,
             "steps": res.steps,
             "kept_share": res.kept_share,
+            "log_offset": res.log_offset,
             "draws": res.draws,
             "draw_weights": res.draw_weights,
         },
@@ -316,6 +409,11 @@ def estimate(
 ) -> EvidenceEstimate:
     """ln Z by nested sampling, R independent runs merged (module docstring)."""
     started = time.process_time()
-    out = estimate_from_run(run_nested(target, settings, rng, log=log), settings)
+    res = run_nested(target, settings, rng, log=log)
+    if res is None:
+        out = EvidenceEstimate(float("nan"), float("nan"), 0)
+        out.flag("diverged", "the valley search found no minimum for the reference")
+        return out
+    out = estimate_from_run(res, settings)
     out.diagnostics["cpu_seconds"] = time.process_time() - started
     return out

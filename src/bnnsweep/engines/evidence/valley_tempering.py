@@ -290,7 +290,7 @@ def build_reference(
     return Reference(c, f, inv, log_det, lw, valleys, float(dof))
 
 
-def _in_domain(spec):
+def in_domain(spec):
     """u in C: u is its own canonical form (always, without hidden-unit symmetries)."""
     if spec is None or spec.n_hidden == 0:
         return lambda u: jnp.array(True)
@@ -374,7 +374,7 @@ def _inside_program(spec):
     """The jitted, vmapped ``u in C`` test of an architecture (compiled once per process)."""
     key = None if spec is None else (spec.n_inputs, spec.n_hidden, spec.n_outputs, spec.activation)
     if key not in _INSIDE:
-        _INSIDE[key] = jax.jit(jax.vmap(_in_domain(spec)))
+        _INSIDE[key] = jax.jit(jax.vmap(in_domain(spec)))
     return _INSIDE[key]
 
 
@@ -382,7 +382,7 @@ def _inside_program(spec):
 # the compiled sweep
 
 
-def _path_functions(target):
+def path_functions(target):
     """(energy, ln |G|, components, phi') of the reference path on ``target``: E(u), the
     symmetry group's log order, ln pi_k r_k(u) (``_log_components``) and
     phi'(u) = E(u) - ln |G| + ln r(u) (module doc)."""
@@ -408,8 +408,8 @@ def _programs(target, n_leapfrog: int):
     cache = target.__dict__.setdefault("_valley_tempering_programs", {})
     if n_leapfrog in cache:
         return cache[n_leapfrog]
-    inside = _in_domain(getattr(target, "spec", None))
-    energy, log_group, components, phi_prime = _path_functions(target)
+    inside = in_domain(getattr(target, "spec", None))
+    energy, log_group, components, phi_prime = path_functions(target)
 
     def label_potential(ref, k, j, x, lam):
         """U_k(x) = -ln r(u, k) - ln |det L_j| + lambda phi'(u), u = c_j + L_j x: minus the log
@@ -741,7 +741,7 @@ def reference_importance(
     spec = getattr(target, "spec", None)
     cache = target.__dict__.setdefault("_valley_tempering_programs", {})
     if "phi_prime" not in cache:
-        phi_prime = _path_functions(target)[3]
+        phi_prime = path_functions(target)[3]
         cache["phi_prime"] = jax.jit(jax.vmap(phi_prime, in_axes=(None, 0)))
     program, arrays = cache["phi_prime"], ref.arrays()
     log_w = []
