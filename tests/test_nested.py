@@ -132,6 +132,8 @@ def test_nested_settings_are_checked_with_the_key_named():
 
     with pytest.raises(SettingsError, match="coordinates"):
         get_method("chaining").settings({"estimator": "nested", "nested": {"coordinates": "x"}})
+    with pytest.raises(SettingsError, match="'reference' must be 'search' or 'tempered'"):
+        get_method("chaining").settings({"estimator": "nested", "nested": {"reference": "x"}})
     with pytest.raises(SettingsError, match="'nested' has no key 'lives'"):
         get_method("chaining").settings({"nested": {"lives": 10}})
 

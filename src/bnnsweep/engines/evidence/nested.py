@@ -28,6 +28,11 @@ the shrinkage) and the spread of the replicates' ln Z / sqrt(R); replicates more
 their own volume errors allow (chi-square over R - 1 degrees of freedom with p below
 ``min_p``) make the status ``not_converged``.
 
+``coordinates: reference`` starts the runs from the valleys' reference of
+``valley_tempering`` instead of the prior (``reference_space``, posterior repartitioning): the
+same Z, a compression of KL(posterior || reference) instead of KL(posterior || prior), and
+every valley found holding live points from the first step.
+
 Cost: likelihood evaluations (each slice step's stepping-out and shrinkage trials), reported
 as ``n_grad_evals`` (a likelihood costs about a third of a gradient).
 """
@@ -38,7 +43,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +76,10 @@ class NestedSettings:
     # ``reference_dof`` degrees of freedom, the prior's share ``reference_prior_share``) as the
     # prior, the likelihood repartitioned (module docstring); ``search`` overrides the search
     reference_dof: float = 3.0
+    # "search": the search's mixture with Laplace-mass weights; "tempered": that mixture after
+    # valley_tempering's burn-in (weights from the lambda = 1 occupancy, components refitted
+    # to the lambda = 1 states; its own Gaussian components, reference_dof unused)
+    reference: str = "search"
     reference_prior_share: float = 0.05
     search: dict = field(default_factory=dict)
 
@@ -87,6 +96,10 @@ class NestedSettings:
             raise ValueError(
                 "nested setting 'coordinates' must be 'noncentred', 'centred' or 'reference', "
                 f"not {self.coordinates!r}"
+            )
+        if self.reference not in ("search", "tempered"):
+            raise ValueError(
+                f"nested setting 'reference' must be 'search' or 'tempered', not {self.reference!r}"
             )
         if not self.reference_dof > 0 or not 0 <= self.reference_prior_share < 1:
             raise ValueError(
@@ -148,18 +161,29 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
     tiny share of the prior, so that no valley has to survive the compression from the prior
     (the failure of ``coordinates: noncentred`` on the robot arm at H = 4). No lambda path and
     no Markov chain between the reference and the posterior: independent of the tempering
-    that uses the same reference. None when the search found no valley."""
+    that uses the same reference. With ``reference: tempered`` r is the mixture after
+    valley_tempering's burn-in (weights from the lambda = 1 occupancy, components refitted
+    to the lambda = 1 states, ``refit_components``) and ln P that run's; its ladders' kept
+    iterations are not used. None when the search found no valley."""
     from . import valley_tempering as vt
 
     spec = getattr(target, "spec", None)
+    tempered = settings.reference == "tempered"
     vts = vt.ValleyTemperingSettings(
-        tail_dof=settings.reference_dof,
+        tail_dof=math.inf if tempered else settings.reference_dof,
         prior_share=settings.reference_prior_share,
         search=dict(settings.search),
     )
     ref, found, n_search = vt.search(target, vts, rng, log=log)
     if ref is None:
         return None
+    if tempered:  # the burn-in adapts the reference; its kept iterations are not used
+        res = vt.run_valley_tempering(target, ref, replace(vts, samples=CHUNK), rng, log=log)
+        ref, n_search = res.reference, n_search + res.run.n_grad_evals
+        log_p, p_se = res.log_fold, res.log_fold_se
+    else:
+        p, p_se, _ = vt.fold_probability(spec, ref, vts.fold_draws, rng)
+        log_p = math.log(p)
     _, _, components, phi_prime = vt.path_functions(target)
     arrays = ref.arrays()
     inside = vt.in_domain(spec)
@@ -168,16 +192,16 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
         value = jax.scipy.special.logsumexp(components(arrays, u))
         return jnp.where(inside(u), value, -jnp.inf)
 
-    p, p_se, _ = vt.fold_probability(spec, ref, vts.fold_draws, rng)
     if log is not None:
-        log(f"nested from the reference: {len(found)} valleys, ln P = {math.log(p):.3f}")
+        log(f"nested from the {settings.reference} reference: {int(np.sum(ref.valleys >= 0))} "
+            f"valleys, ln P = {log_p:.3f}")  # fmt: skip
     return Space(
         log_prior,
         lambda u: -phi_prime(arrays, u),
         lambda n, rng: vt.sample_reference(spec, ref, n, rng, target.sample_prior)[0],
         None,
         lambda u: u,
-        math.log(p),
+        log_p,
         p_se,
         int(n_search),
     )
@@ -316,7 +340,7 @@ def run_nested(
         positions.append(np.asarray(pos))  # (CHUNK, R, k, d): only the last ``window``
         evaluations += np.asarray(evals)
         steps += CHUNK
-        if log is not None and steps % (50 * CHUNK) == 0:
+        if log is not None and steps % (10 * CHUNK) == 0:
             log(f"nested: {steps} steps, ln Z_live - ln Z {np.asarray(remaining).round(2)}")
         if np.all(np.asarray(remaining) < np.log(s.stop)):
             break
