@@ -8,8 +8,9 @@ error, gradient evaluations and CPU seconds per run.
 
 Estimators: the chain's four (``ratio``, ``ti``, ``ais``, ``bdmc``: one paper-protocol-shaped
 chain per seed gives all four), parallel tempering (``tempering``) and the valley sum
-(``valleys``), nested sampling (``nested``) and tempering from the valleys' reference
-(``valley_tempering``). On the robot arm the truth is unknown: the bias column is against the mean
+(``valleys``), nested sampling (``nested``; from the valleys' reference: ``nested_reference``,
+and from the reference after valley_tempering's burn-in: ``nested_tempered``, 200 live points)
+and tempering from the valleys' reference (``valley_tempering``). On the robot arm the truth is unknown: the bias column is against the mean
 of the reference estimator (``--reference``, default ``valleys``) over the same seeds.
 Long: the robot arm at H = 8 costs minutes per estimator and seed on one core.
 """
@@ -84,6 +85,10 @@ def run(estimator, target, proto, schedule_name, rng):
         return tempering.estimate(target, tempering.TemperingSettings(), rng)
     if estimator == "nested":
         return nested.estimate(target, nested.NestedSettings(), rng)
+    if estimator in ("nested_reference", "nested_tempered"):
+        kind = "search" if estimator == "nested_reference" else "tempered"
+        settings = nested.NestedSettings(live=200, coordinates="reference", reference=kind)
+        return nested.estimate(target, settings, rng, log=print)
     if estimator == "valley_tempering":
         return valley_tempering.estimate(
             target, valley_tempering.ValleyTemperingSettings(), rng, log=print
