@@ -616,8 +616,19 @@ def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: 
 
         protocol = s.nested_settings()
         # KL(posterior || prior) grows with the weights: ~50 nats at 12 weights (robot arm
-        # H = 2, measured), taken as 4 nats per weight; a likelihood ~ 1/3 gradient
-        evals = cost(protocol, n_weights, information=4.0 * n_weights) / 3.0
+        # H = 2, measured), taken as 4 nats per weight; from the valleys' reference 3-4 nats
+        # at 12 weights and 17-33 at 22 (H = 4), taken as 1.5 per weight, plus the search; a
+        # likelihood ~ 1/3 gradient
+        from_reference = protocol.coordinates == "reference"
+        per_weight = 1.5 if from_reference else 4.0
+        evals = cost(protocol, n_weights, information=per_weight * n_weights) / 3.0
+        if from_reference:  # the valley search, and with ``tempered`` the tempering's burn-in
+            from ..engines.evidence import valley_tempering as vt
+
+            vts = vt.ValleyTemperingSettings(search=dict(protocol.search))
+            evals += _search_calls(vts.search_settings(), n_weights)
+            if protocol.reference == "tempered":
+                evals += vt.cost(vts)[0] * vts.burn_in / (vts.burn_in + vts.samples)
         batch = protocol.replicates * max(1, round(protocol.delete_fraction * protocol.live))
         return Work(evals / batch, batch=batch,
                     floats_held=protocol.replicates * protocol.live * protocol.window * n_weights)  # fmt: skip
