@@ -134,6 +134,9 @@ def test_nested_settings_are_checked_with_the_key_named():
         get_method("chaining").settings({"estimator": "nested", "nested": {"coordinates": "x"}})
     with pytest.raises(SettingsError, match="'reference' must be 'search' or 'tempered'"):
         get_method("chaining").settings({"estimator": "nested", "nested": {"reference": "x"}})
+    with pytest.raises(SettingsError, match="startz"):
+        get_method("chaining").settings({"nested": {"coordinates": "reference",
+                                                    "search": {"startz": 3}}})  # fmt: skip
     with pytest.raises(SettingsError, match="'nested' has no key 'lives'"):
         get_method("chaining").settings({"nested": {"lives": 10}})
 

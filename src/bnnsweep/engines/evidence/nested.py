@@ -105,6 +105,10 @@ class NestedSettings:
             raise ValueError(
                 "nested settings need reference_dof > 0 and 0 <= reference_prior_share < 1"
             )
+        if self.search:  # the reference's valley search: its keys checked before any fit
+            from .valley_tempering import ValleyTemperingSettings
+
+            ValleyTemperingSettings(search=dict(self.search)).validate()
 
 
 class Space(NamedTuple):
