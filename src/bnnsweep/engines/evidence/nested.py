@@ -52,6 +52,7 @@ from ...runtime.jax_runtime import jax, jnp, key_from_rng
 from .result import EvidenceEstimate
 
 CHUNK = 20  # outer steps per compiled call
+COORDINATES = ("noncentred", "centred", "reference", "collapsed")
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,10 @@ class NestedSettings:
     max_steps: int = 200_000  # cap on outer steps (a run that reaches it is not_converged)
     window: float = 40.0  # dead points kept for posterior draws, in multiples of live
     min_p: float = 0.01  # replicate consistency (chi-square p-value) below which: not_converged
-    coordinates: str = "noncentred"  # or "centred": w itself under exp(-E_0); or "reference"
+    # or "centred": w itself under exp(-E_0); "reference" (below); or "collapsed": the target
+    # with the output layer integrated out exactly (``models.collapsed``), in its own
+    # non-centred coordinates
+    coordinates: str = "noncentred"
     # ``coordinates: reference``: the valley search's mixture (Student-t components of
     # ``reference_dof`` degrees of freedom, the prior's share ``reference_prior_share``) as the
     # prior, the likelihood repartitioned (module docstring); ``search`` overrides the search
@@ -92,9 +96,9 @@ class NestedSettings:
             raise ValueError("nested needs inner_steps > 0 and 0 < delete_fraction <= 0.5")
         if not 0 < self.stop < 1 or int(self.volume_draws) < 10:
             raise ValueError("nested needs 0 < stop < 1 and volume_draws >= 10")
-        if self.coordinates not in ("noncentred", "centred", "reference"):
+        if self.coordinates not in COORDINATES:
             raise ValueError(
-                "nested setting 'coordinates' must be 'noncentred', 'centred' or 'reference', "
+                f"nested setting 'coordinates' must be one of {', '.join(COORDINATES)}, "
                 f"not {self.coordinates!r}"
             )
         if self.reference not in ("search", "tempered"):
@@ -114,8 +118,9 @@ class NestedSettings:
 class Space(NamedTuple):
     """What a nested run moves in: the log prior (up to a constant) and log likelihood of one
     point, exact prior draws ``sample(n, rng)``, the canonical form of the symmetries (None:
-    no folding), the map to weights w, and ln of the constant Z is multiplied by (with its
-    s.e.) and the gradient-equivalents spent building the space."""
+    no folding), the map ``to_weights(u, key)`` to weights w (a posterior draw of what the
+    coordinates integrate out, where they do), and ln of the constant Z is multiplied by
+    (with its s.e.) and the gradient-equivalents spent building the space."""
 
     log_prior: Callable
     log_likelihood: Callable
@@ -138,14 +143,33 @@ def space(target, coordinates: str = "noncentred") -> Space:
             lambda u: -target.phi_one(nc.weights(u)),
             nc.sample,
             nc.canonical,
-            nc.weights,
+            lambda u, _key: nc.weights(u),
         )
     return Space(
         lambda w: -target.prior_energy_one(w),
         lambda w: -target.phi_one(w),
         lambda n, rng: target.sample_prior(n, rng)[0],
         _canonical(target),
-        lambda w: w,
+        lambda w, _key: w,
+    )
+
+
+def collapsed_space(target) -> Space:
+    """Nested sampling on the target with the output layer integrated out exactly
+    (``models.collapsed.CollapsedModel``: the first layer and the hyperparameters in
+    non-centred coordinates, W2 and b2 in closed form): the same Z with no long valleys of
+    growing output weights, 29 coordinates instead of 42 + 4 on the robot arm at H = 8. Its
+    posterior draws get W2, b2 from their Gaussian conditional."""
+    from ...models.collapsed import CollapsedModel
+
+    model = CollapsedModel(target.objective, target.noise_prior)
+    nc = model.noncentred()
+    return Space(
+        nc.log_prior,
+        lambda u: -model.phi_one(nc.weights(u)),
+        nc.sample,
+        nc.canonical,
+        lambda u, key: model.full_weights(nc.weights(u), key),
     )
 
 
@@ -204,7 +228,7 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
         lambda u: -phi_prime(arrays, u),
         lambda n, rng: vt.sample_reference(spec, ref, n, rng, target.sample_prior)[0],
         None,
-        lambda u: u,
+        lambda u, _key: u,
         log_p,
         p_se,
         int(n_search),
@@ -279,7 +303,9 @@ def _information(log_z: float, loglikelihood, log_w) -> float:
     """KL(posterior || prior) = sum_i p_i ln L_i - ln Z, p_i from the points' log weights
     ``log_w`` (the run length in e-folds of prior mass is about n times this)."""
     p = np.exp(log_w - np.logaddexp.reduce(log_w))
-    return float(np.sum(p * np.asarray(loglikelihood)) - log_z)
+    # points of zero likelihood (a prior draw whose Cholesky factor overflowed) weigh nothing
+    ll = np.where(p > 0, np.asarray(loglikelihood), 0.0)
+    return float(np.sum(p * ll) - log_z)
 
 
 def run_nested(
@@ -296,6 +322,8 @@ def run_nested(
         where = reference_space(target, s, rng, log=log)
         if where is None:
             return None
+    elif s.coordinates == "collapsed":
+        where = collapsed_space(target)
     else:
         where = space(target, s.coordinates)
     log_prior, log_likelihood, sample, canonical, to_weights = where[:5]
@@ -368,8 +396,13 @@ def run_nested(
     total = np.logaddexp.reduce(log_w.ravel())
     share = float(np.exp(np.logaddexp.reduce(kept_log_w.ravel()) - total))
     weights = np.exp(kept_log_w.ravel() - np.logaddexp.reduce(kept_log_w.ravel()))
+    # points of zero weight (below every contour, e.g. prior draws of zero likelihood in a
+    # short run's window) are dropped: what they map to need not be finite
+    carries = weights > 0
+    weights = weights[carries] / weights[carries].sum()
     to_w = jax.jit(jax.vmap(to_weights))
-    draws = np.asarray(to_w(jnp.asarray(kept.reshape(-1, d))))
+    flat = jnp.asarray(kept.reshape(-1, d)[carries])
+    draws = np.asarray(to_w(flat, jax.random.split(jax.random.fold_in(key, 1), len(flat))))
     return NestedRun(
         log_z_replicates=per_run.mean(axis=1) + where.log_offset,
         se_replicates=per_run.std(axis=1, ddof=1),
