@@ -234,3 +234,26 @@ def test_paper004_claims_take_their_numbers_from_published():
     assert sorted(c.published for c in mine) == sorted(v for v, _ in PAPER004_SUMMARY.values())
     text = [c for c in mine if "text sets" in c.quantity]
     assert all(c.experiments == ("adf004_text", "adf004_text_standin") for c in text)
+
+
+def test_a_paper_number_of_h_hidden_units_is_compared_with_h_unit_runs():
+    """The thesis's diagonal Gaussian of 8 hidden units on Tecator against our 8-unit runs
+    only, paper 000's of 3 units against 3-unit runs; a reference naming no size takes all."""
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "dataset": ["tecator"] * 4,
+            "method": ["vi_gauss"] * 2 + ["map"] * 2,
+            "status": ["ok"] * 4,
+            "hidden": [3, 8, 3, 8],
+            "test_rmse": [0.54, 0.55, 0.53, 0.72],
+        }
+    )
+    claims = {c.where: c for c in registered() if c.dataset == "tecator"}
+    thesis = claims["thesis Table 5.2 (variational, diagonal, 8 hidden units)"]
+    paper = claims["paper 000 Table 2 (variational, diagonal, 3 hidden units)"]
+    assert [(o.setting, o.mean) for o in thesis.measure(runs)] == [("hidden=8", 0.55)]
+    assert [(o.setting, o.mean) for o in paper.measure(runs)] == [("hidden=3", 0.54)]
+    stopping = claims["thesis Table 5.2 (early stopping)"]
+    assert [o.setting for o in stopping.measure(runs)] == ["hidden=3", "hidden=8"]

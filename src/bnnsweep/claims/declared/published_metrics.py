@@ -64,9 +64,22 @@ COMPONENTS = re.compile(r"(\d+) components")
 """A reference that names its number of mixture components ("variational committee, 3
 components") is compared with our runs of that many components only."""
 
+HIDDEN = re.compile(r"(\d+) hidden units")
+"""A reference that names its hidden size ("variational, diagonal, 8 hidden units") is
+compared with our runs of that many hidden units only, not with every size a config runs."""
+
+
+def _axes(source: str) -> dict | None:
+    axes = {}
+    if m := COMPONENTS.search(source):
+        axes["components"] = int(m.group(1))
+    if m := HIDDEN.search(source):
+        axes["hidden"] = int(m.group(1))
+    return axes or None
+
+
 for (_dataset, _label, _metric), _refs in PUBLISHED.items():
     for _ref in _refs:
-        _m = COMPONENTS.search(_ref.source)
         _where, _, _note = _ref.short.partition(", ")
         declare(
             Claim(
@@ -81,7 +94,7 @@ for (_dataset, _label, _metric), _refs in PUBLISHED.items():
                     _metric,
                     datasets=[_dataset],
                     labels=[_label],
-                    axes={"components": int(_m.group(1))} if _m else None,
+                    axes=_axes(_ref.source),
                 ),
                 tolerance=TOLERANCE.get((_dataset, _label, _metric), float("nan")),
                 finding=FINDINGS.get((_dataset, _label, _metric), ""),
