@@ -1,10 +1,12 @@
-"""Nested sampling from the valleys' reference (``nested`` with ``coordinates: reference``)
-on a known-answer problem or the robot arm (chaining's target, tanh units, Neal's
+"""Nested sampling from the valleys' reference (``nested`` with ``coordinates: reference``),
+or on the target with the output layer integrated out (``--coordinates collapsed``), on a
+known-answer problem or the robot arm (chaining's target, tanh units, Neal's
 hyperpriors), one estimate per seed with its runs, volume error, KL(posterior || reference),
 ln P and CPU time:
 
     python benchmarks/nested_reference.py robot_arm_h4 --seeds 0 1 --reference tempered
     python benchmarks/nested_reference.py mixture --seeds 0 1 2 3 4 --live 100 --replicates 2 --inner 3 --starts 128
+    python benchmarks/nested_reference.py robot_arm_h4 --coordinates collapsed --live 300
 
 Long: at H = 4 one seed costs 1,200-2,300 s of CPU (200 live points x 4 runs, 10 x dim
 slice steps).
@@ -36,6 +38,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=256)
     parser.add_argument("--dof", type=float, default=3.0)
     parser.add_argument("--reference", default="search", choices=("search", "tempered"))
+    parser.add_argument("--coordinates", default="reference", choices=("reference", "collapsed"))
     args = parser.parse_args()
     if args.problem.startswith("robot_arm_h"):
         target, _ = robot_arm(int(args.problem.removeprefix("robot_arm_h")))
@@ -45,7 +48,7 @@ def main() -> None:
         target, truth = problem.target, problem.log_z
     settings = nested.NestedSettings(
         live=args.live, replicates=args.replicates, inner_steps=args.inner,
-        coordinates="reference", reference_dof=args.dof, reference=args.reference,
+        coordinates=args.coordinates, reference_dof=args.dof, reference=args.reference,
         search={"starts": args.starts},
     )  # fmt: skip
     for seed in args.seeds:

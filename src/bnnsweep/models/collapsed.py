@@ -165,34 +165,3 @@ class CollapsedModel:
             return jnp.concatenate([w1[order_units].ravel(), b1[order_units], u[n_first:]])
 
         return NoncentredPrior(log_prior, weights, sample, canonical)
-
-
-@dataclass
-class NoncentredTarget:
-    """The collapsed target as the tempering engines take one (``engines.evidence.tempering``):
-    states are u itself, p_lambda(u) ∝ exp(-lambda phi(u)) pi(u) with pi the normalised
-    non-centred prior (so Z(0) = 1 and Z(1) = p(D)), no auxiliary hyperparameters (they are
-    coordinates of u) and a unit mass matrix; ``sample_prior`` draws pi exactly."""
-
-    model: CollapsedModel
-
-    def __post_init__(self) -> None:
-        nc = self.model.noncentred()
-        phi = self.model.phi_one
-
-        def phi_one(u):
-            return phi(nc.weights(u))
-
-        def prior_energy_one(u):
-            return -nc.log_prior(u)
-
-        def potential(lam, _aux, u):
-            return lam * phi_one(u) + prior_energy_one(u)
-
-        self.phi_one, self.prior_energy_one, self.potential = phi_one, prior_energy_one, potential
-        self._sample = nc.sample
-        self.to_weights = nc.weights
-
-    def sample_prior(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Exact draws of u from pi, with an empty auxiliary state (n, 0)."""
-        return self._sample(n, rng), np.zeros((n, 0))
