@@ -139,6 +139,10 @@ def test_nested_settings_are_checked_with_the_key_named():
                                                     "search": {"startz": 3}}})  # fmt: skip
     with pytest.raises(SettingsError, match="'nested' has no key 'lives'"):
         get_method("chaining").settings({"nested": {"lives": 10}})
+    collapsed = {"estimator": "nested", "nested": {"coordinates": "collapsed"}}
+    with pytest.raises(SettingsError, match="collapsed.*prior 'single'"):
+        get_method("chaining").settings({**collapsed, "prior": "single"})
+    get_method("chaining").settings(collapsed)  # grouped, the default: accepted
 
 
 def test_reference_space_repartitions_the_folded_posterior():

@@ -83,7 +83,9 @@ links exchange states (parallel tempering on an adapted ladder) and the paper's 
 taken along it (stepping stone); the others run the paper's sequential links from the prior
 (``schedule``) and take the ratio, TI, forward AIS or bidirectional Monte Carlo; ``nested``:
 nested sampling from the prior, no lambda path (``engines.evidence.nested``), or with
-``nested: {coordinates: reference}`` from the valleys' reference (posterior repartitioning);
+``nested: {coordinates: reference}`` from the valleys' reference (posterior repartitioning),
+or with ``coordinates: collapsed`` on the target with the output layer integrated out exactly
+(``models.collapsed``);
 ``valley_tempering``: parallel tempering from a Gaussian mixture over the valleys found to
 the posterior folded onto one image of the symmetries (``engines.evidence.valley_tempering``)."""
 
