@@ -163,14 +163,9 @@ def collapsed_space(target) -> Space:
     from ...models.collapsed import CollapsedModel
 
     model = CollapsedModel(target.objective, target.noise_prior)
-    nc = model.noncentred()
-    return Space(
-        nc.log_prior,
-        lambda u: -model.phi_one(nc.weights(u)),
-        nc.sample,
-        nc.canonical,
-        lambda u, key: model.full_weights(nc.weights(u), key),
-    )
+    weights = model.noncentred().weights
+    # the collapsed target's own non-centred space, its draws completed with W2, b2
+    return space(model)._replace(to_weights=lambda u, key: model.full_weights(weights(u), key))
 
 
 def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | None:
