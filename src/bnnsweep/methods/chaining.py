@@ -73,7 +73,8 @@ MIN_AIS_ESS = 5.0
 """Fewer effective AIS particles than this makes an AIS ``log_evidence`` not_converged."""
 
 # KL(posterior || prior) of nested sampling on the collapsed target, per weight of the full
-# network: measured on the robot arm, 13.9 and 13.7 nats at H = 1 (7 weights)
+# network: measured on the robot arm, 13.9 and 13.7 nats at H = 1 (7 weights), 47.5 at H = 4
+# (22 weights; python benchmarks/nested_reference.py robot_arm_h4 --coordinates collapsed)
 COLLAPSED_NATS_PER_WEIGHT = 2.0
 ESTIMATORS = ("valley_tempering", "tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
 """``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
