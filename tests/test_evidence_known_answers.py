@@ -175,11 +175,19 @@ def _outcome(estimator: str, name: str):
     return problem, runs, values, ses, hits
 
 
+BORDERLINE = {("ti", "linear_gaussian")}
+"""Misses that sit on the 4-of-5 line, so that the floating-point platform decides them:
+TI on the linear Gaussian is biased low in every seed (-0.46 to -0.83 with s.e. 0.21-0.40 on
+the machine of 2026-12-03, 4/5 within 3 s.e.; 1/5 on the earlier one). Still marked failing
+(it is no default), but not strictly: a pass there is no news."""
+
+
 def _cases():
     for estimator in ESTIMATORS:
         for name in known_answers.PROBLEMS:
             reason = FAILING.get((estimator, name))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            strict = (estimator, name) not in BORDERLINE
+            marks = [pytest.mark.xfail(strict=strict, reason=reason)] if reason else []
             yield pytest.param(estimator, name, marks=marks, id=f"{estimator}-{name}")
 
 
