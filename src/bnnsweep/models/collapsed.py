@@ -11,8 +11,8 @@ beta, each output p is Bayesian linear regression on the features Psi = [g(X W1^
 
 (Bishop 2006 eq. 3.86; MacKay 1992). The outputs share Psi, A and beta, so one Cholesky
 factor of M serves all P outputs. What is left to integrate numerically is the first layer
-and three hyperparameters: 2 + 3 + 2 = 7 coordinates at H = 1 and 24 + 5 = 29 at H = 8 on
-the robot arm, against 7 and 42 weights for the full target, and none of the long valleys
+and the log-precisions of its groups, of alpha_v, alpha_c and beta: 3 + 5 = 8 coordinates at
+H = 1 and 24 + 5 = 29 at H = 8 on the robot arm, against 7 and 42 weights for the full target, and none of the long valleys
 along which a unit's output weights grow as its input weights shrink (docs/evidence.md).
 
 Coordinates (non-centred, light-tailed, as ``MarginalModel.noncentred``):
@@ -83,19 +83,22 @@ class CollapsedModel:
         t_sq = float(np.sum(objective.t**2))
         name = spec.activation
 
-        def phi_one(theta):
+        def factor(theta):
+            """Psi (N, H+1), ln diag A, beta and the Cholesky factor of M = A + beta Psi^T Psi."""
             w1 = theta[: H * I].reshape(H, I)
             b1 = theta[H * I : n_first]
-            log_av, log_ac, log_beta = theta[n_first], theta[n_first + 1], theta[n_first + 2]
-            beta = jnp.exp(log_beta)
+            beta = jnp.exp(theta[n_first + 2])
             psi = jnp.concatenate([activation(name, x @ w1.T + b1), jnp.ones((N, 1))], axis=1)
-            log_a = jnp.concatenate([jnp.full(H, log_av), jnp.array([log_ac])])
-            m = jnp.diag(jnp.exp(log_a)) + beta * (psi.T @ psi)
-            chol = jnp.linalg.cholesky(m)
+            log_a = jnp.concatenate([jnp.full(H, theta[n_first]), theta[n_first + 1 : n_first + 2]])
+            chol = jnp.linalg.cholesky(jnp.diag(jnp.exp(log_a)) + beta * (psi.T @ psi))
+            return psi, log_a, beta, chol
+
+        def phi_one(theta):
+            psi, log_a, beta, chol = factor(theta)
             proj = jax.scipy.linalg.solve_triangular(chol, psi.T @ t, lower=True)  # (H+1, P)
             log_det_m = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))
             log_lik = (
-                0.5 * P * (N * log_beta - N * LOG_2PI + jnp.sum(log_a) - log_det_m)
+                0.5 * P * (N * theta[n_first + 2] - N * LOG_2PI + jnp.sum(log_a) - log_det_m)
                 - 0.5 * beta * t_sq
                 + 0.5 * beta**2 * jnp.sum(proj * proj)
             )
@@ -104,12 +107,7 @@ class CollapsedModel:
         def full_weights(theta, key):
             """One draw of the full weight vector [W1, b1, W2, b2] given theta: W2, b2 from
             their Gaussian conditional posterior, N(beta M^-1 Psi^T t_p, M^-1) per output p."""
-            w1 = theta[: H * I].reshape(H, I)
-            b1 = theta[H * I : n_first]
-            beta = jnp.exp(theta[n_first + 2])
-            psi = jnp.concatenate([activation(name, x @ w1.T + b1), jnp.ones((N, 1))], axis=1)
-            log_a = jnp.concatenate([jnp.full(H, theta[n_first]), theta[n_first + 1 : n_first + 2]])
-            chol = jnp.linalg.cholesky(jnp.diag(jnp.exp(log_a)) + beta * (psi.T @ psi))
+            psi, _, beta, chol = factor(theta)
             mean = jax.scipy.linalg.cho_solve((chol, True), beta * (psi.T @ t))  # (H+1, P)
             noise = jax.random.normal(key, mean.shape)
             out = mean + jax.scipy.linalg.solve_triangular(chol.T, noise, lower=False)
@@ -120,7 +118,6 @@ class CollapsedModel:
         self.n_first = n_first
         self.output_groups = (g_v, g_c)
         self.spec = spec
-        self.dimension = n_first + (spec.n_groups - 2) + 3
 
     def noncentred(self) -> NoncentredPrior:
         """The prior in u = (z, eta_in, eta_v, eta_c, eta_beta), the map u -> theta, exact
