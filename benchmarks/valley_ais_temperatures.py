@@ -31,7 +31,7 @@ def main() -> None:
     search = valleys.ValleySettings()
     rng = np.random.default_rng([args.seed, 7])
     w, e, g, a, _ = valleys.find_minima(target, search, rng)
-    found = valleys.distinct_valleys(getattr(target, "spec", None), w, e, g, a, search)
+    found = valleys.distinct_valleys(valleys.symmetry_of(target), w, e, g, a, search)
     found = sorted(found, key=lambda v: -v.laplace_log_mass)[: args.valleys]
     for T in args.temperatures:
         started = time.process_time()

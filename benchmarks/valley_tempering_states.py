@@ -95,16 +95,16 @@ def quenched(target, settings, found, states: np.ndarray, n: int) -> str:
     many end in a valley of the search, how many in new valleys (distinct modulo the
     symmetries) and the Laplace masses of those."""
     vs = settings.search_settings()
-    spec = target.spec
+    symmetry = target.symmetry
     pick = states[np.linspace(0, len(states) - 1, n).astype(int)]
     w, e, g, a, _ = valleys.minima_from(target, pick, vs)
     known, new = 0, []
     for i in np.flatnonzero(np.isfinite(e) & (g <= vs.gtol)):
-        if any(valleys.in_valley(spec, w[i], v, vs) for v in found):
+        if any(valleys.in_valley(symmetry, w[i], v, vs) for v in found):
             known += 1
         else:
             new.append(i)
-    fresh = valleys.distinct_valleys(spec, w[new], e[new], g[new], a[new], vs) if new else []
+    fresh = valleys.distinct_valleys(symmetry, w[new], e[new], g[new], a[new], vs) if new else []
     masses = sorted((round(v.laplace_log_mass, 1) for v in fresh), reverse=True)
     return (f"{n} states quenched: {known} in the search's valleys, {len(new)} in {len(fresh)} "
             f"new ones (Laplace ln masses {masses[:6]}; the search's best "

@@ -33,7 +33,7 @@ def test_canonical_form_is_one_point_per_orbit_and_keeps_the_energies():
     for _ in range(3):
         w = rng.normal(size=spec.n_weights)
         ref = np.asarray(canonical_units(spec, jnp.asarray(w)))
-        images = group_elements(spec)
+        images = group_elements(model.symmetry)
         assert len(images) == 48
         for index, sign in images:
             g_w = sign * w[index]
@@ -163,9 +163,9 @@ def test_reference_space_repartitions_the_folded_posterior():
     log_like = np.asarray(jax.vmap(where.log_likelihood)(jnp.asarray(u)))
     assert np.all(np.isfinite(log_prior)) and np.all(np.isfinite(log_like))
     energy = np.asarray(jax.vmap(valleys.energy_function(model))(jnp.asarray(u)))
-    log_group = np.log(valleys.group_order(spec))
+    log_group = np.log(valleys.group_order(model.symmetry))
     np.testing.assert_allclose(log_prior + log_like, log_group - energy, rtol=1e-10, atol=1e-8)
-    index, sign = group_elements(spec)[1]
+    index, sign = group_elements(model.symmetry)[1]
     flipped = sign * u[:, index]
     moved = np.any(flipped != u, axis=1)
     outside = np.asarray(jax.vmap(where.log_prior)(jnp.asarray(flipped[moved])))

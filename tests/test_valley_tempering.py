@@ -10,48 +10,53 @@ import numpy as np
 import pytest
 
 from bnnsweep.engines.evidence import valley_tempering as vt
-from bnnsweep.models.jax_network import canonical_units
+from bnnsweep.models.jax_network import canonical_units, network_symmetry
 from bnnsweep.runtime.jax_runtime import jnp
 
 
 def _spec(hidden: int, activation: str = "tanh"):
     """The architecture fields the symmetries depend on (those of ``NetworkSpec``)."""
-    return SimpleNamespace(n_inputs=2, n_hidden=hidden, n_outputs=2, activation=activation)
+    n_weights = hidden * (2 + 1 + 2) + 2
+    return SimpleNamespace(
+        n_inputs=2, n_hidden=hidden, n_outputs=2, activation=activation, n_weights=n_weights
+    )
 
 
 def _n_weights(spec) -> int:
-    return spec.n_hidden * (spec.n_inputs + 1 + spec.n_outputs) + spec.n_outputs
+    return spec.n_weights
 
 
 @pytest.mark.parametrize("hidden", [1, 3, 5])
 def test_signed_permutation_is_the_element_canonical_units_applies(hidden):
     spec = _spec(hidden)
+    sym = network_symmetry(spec)
     rng = np.random.default_rng(hidden)
     for _ in range(20):
         w = rng.standard_normal(_n_weights(spec))
-        index, sign = vt.signed_permutation(spec, w)
+        index, sign = sym.signed_permutation(w)
         np.testing.assert_array_equal(
             sign * w[index], np.asarray(canonical_units(spec, jnp.asarray(w)))
         )
         assert sorted(index) == list(range(len(w)))  # a permutation
         # the same g moves any other vector: applying it twice to w's image changes nothing
         image = sign * w[index]
-        i2, s2 = vt.signed_permutation(spec, image)
+        i2, s2 = sym.signed_permutation(image)
         np.testing.assert_array_equal(i2, np.arange(len(w)))
         np.testing.assert_array_equal(s2, np.ones(len(w)))
 
 
 def test_fold_moves_a_gaussian_into_the_domain_with_its_covariance():
     spec = _spec(3)
+    sym = network_symmetry(spec)
     rng = np.random.default_rng(0)
     n = _n_weights(spec)
     centre = rng.standard_normal(n)
     factor = np.tril(rng.standard_normal((n, n))) * 0.1 + np.eye(n) * 0.05
-    c, f = vt.fold(spec, centre, factor)
+    c, f = vt.fold(sym, centre, factor)
     np.testing.assert_array_equal(c, np.asarray(canonical_units(spec, jnp.asarray(centre))))
     # draws of the folded Gaussian are the original's draws moved by the same g
     x = rng.standard_normal((5, n))
-    index, sign = vt.signed_permutation(spec, centre)
+    index, sign = sym.signed_permutation(centre)
     moved = sign * (centre + x @ factor.T)[:, index]
     np.testing.assert_allclose(c + x @ f.T, moved, atol=1e-12)
 
@@ -63,7 +68,7 @@ def _boundary_reference(spec, distance):
     centre = np.zeros(n)
     start = spec.n_hidden * (spec.n_inputs + 1)
     centre[start : start + 2] = [5.0 + distance, 5.0]
-    return vt.build_reference(spec, centre[None], np.eye(n)[None], np.zeros(1))
+    return vt.build_reference(network_symmetry(spec), centre[None], np.eye(n)[None], np.zeros(1))
 
 
 @pytest.mark.parametrize("distance", [0.0, 1.0])
@@ -73,24 +78,26 @@ def test_fold_probability_against_the_normal_cdf(distance):
     from scipy.stats import norm
 
     spec = _spec(2)
+    sym = network_symmetry(spec)
     ref = _boundary_reference(spec, distance)
     exact = norm.cdf(distance / np.sqrt(2.0))
     for seed in range(5):
-        p, log_se, _ = vt.fold_probability(spec, ref, 4000, np.random.default_rng(seed))
+        p, log_se, _ = vt.fold_probability(sym, ref, 4000, np.random.default_rng(seed))
         assert abs(p - exact) <= 4 * log_se * p, (seed, p, exact)
 
 
 def test_reference_draws_lie_in_the_domain_with_the_mixture_shares():
     spec = _spec(2)
+    sym = network_symmetry(spec)
     n = _n_weights(spec)
     rng = np.random.default_rng(1)
     centres = np.stack([rng.standard_normal(n), rng.standard_normal(n)])
-    ref = vt.build_reference(spec, centres, np.stack([0.3 * np.eye(n)] * 2), np.log([0.25, 0.75]))
-    u, k = vt.sample_reference(spec, ref, 4000, rng)
+    ref = vt.build_reference(sym, centres, np.stack([0.3 * np.eye(n)] * 2), np.log([0.25, 0.75]))
+    u, k = vt.sample_reference(sym, ref, 4000, rng)
     assert u.shape == (4000, n)
     canon = np.asarray([canonical_units(spec, jnp.asarray(v)) for v in u[:200]])
     np.testing.assert_array_equal(canon, u[:200])
-    _, _, share = vt.fold_probability(spec, ref, 20000, rng)
+    _, _, share = vt.fold_probability(sym, ref, 20000, rng)
     expected = np.array([0.25, 0.75]) * share / (np.array([0.25, 0.75]) @ share)
     counts = np.bincount(k, minlength=2) / len(k)
     assert np.all(np.abs(counts - expected) < 4 * np.sqrt(expected * (1 - expected) / len(k)))
@@ -157,10 +164,11 @@ def test_the_prior_component_is_folded_into_the_domain_with_its_share():
     to their image in C (all canonical), its share of the draws is prior_share / P (its
     fold probability is 1), and its log density is the folded prior's."""
     spec = _spec(2)
+    sym = network_symmetry(spec)
     n = _n_weights(spec)
     rng = np.random.default_rng(2)
     centres = np.abs(rng.standard_normal((2, n))) + 1.0
-    ref = vt.build_reference(spec, centres, np.stack([0.3 * np.eye(n)] * 2), [0.0, 0.0], 0.2)
+    ref = vt.build_reference(sym, centres, np.stack([0.3 * np.eye(n)] * 2), [0.0, 0.0], 0.2)
     assert list(ref.valleys) == [0, 1, -1]
     assert np.exp(ref.log_weights).sum() == pytest.approx(1.0)
     assert np.exp(ref.log_weights[-1]) == pytest.approx(0.2)
@@ -168,10 +176,10 @@ def test_the_prior_component_is_folded_into_the_domain_with_its_share():
     def prior(m, gen):
         return gen.standard_normal((m, n)) * 2.0, None
 
-    u, k = vt.sample_reference(spec, ref, 3000, rng, prior)
-    canon = np.asarray(vt._canonical_program(spec)(jnp.asarray(u)))
+    u, k = vt.sample_reference(sym, ref, 3000, rng, prior)
+    canon = np.asarray(vt._canonical_program(sym)(jnp.asarray(u)))
     np.testing.assert_array_equal(canon, u)
-    p, _, share = vt.fold_probability(spec, ref, 20000, rng)
+    p, _, share = vt.fold_probability(sym, ref, 20000, rng)
     assert share[-1] == 1.0
     expected = 0.2 / p
     got = np.mean(k == 2)

@@ -29,9 +29,9 @@ def arm2():
 
 
 def test_group_elements_are_distinct_symmetries_of_the_energy(arm2):
-    spec = arm2.spec
-    elements = V.group_elements(spec)
-    assert len(elements) == V.group_order(spec) == 2**2 * math.factorial(2)
+    spec, sym = arm2.spec, arm2.symmetry
+    elements = V.group_elements(sym)
+    assert len(elements) == V.group_order(sym) == 2**2 * math.factorial(2)
     w = np.random.default_rng(0).normal(size=spec.n_weights)
     images = np.stack([sign * w[index] for index, sign in elements])
     assert len(np.unique(images.round(12), axis=0)) == len(elements)
@@ -40,28 +40,28 @@ def test_group_elements_are_distinct_symmetries_of_the_energy(arm2):
     np.testing.assert_allclose(e, e[0], rtol=1e-12)
     # every image is at aligned distance 0 from w, a perturbed w is not
     for image in images:
-        assert V.aligned_distance(spec, w, image) < 1e-12
-    assert V.aligned_distance(spec, w, w + 0.1) > 0.05
+        assert V.aligned_distance(sym, w, image) < 1e-12
+    assert V.aligned_distance(sym, w, w + 0.1) > 0.05
 
 
 def test_orbit_size_counts_the_stabiliser():
     model = robot_arm_model(4)
-    spec = model.spec
+    spec, sym = model.spec, model.symmetry
     rng = np.random.default_rng(1)
     w = rng.normal(size=spec.n_weights)
-    assert V.orbit_size(spec, w) == 2**4 * 24
-    units, b2 = V._unit_blocks(spec, w)
+    assert V.orbit_size(sym, w) == 2**4 * 24
+    units, b2 = sym.blocks(w)
     dead = units.copy()
     dead[2] = 0.0  # a unit with no weights is fixed by its own sign flip
 
     def flat(u):
         return np.concatenate([u[:, :2].ravel(), u[:, 2], u[:, 3:].T.ravel(), b2])
 
-    np.testing.assert_allclose(V._unit_blocks(spec, flat(units))[0], units)
-    assert V.orbit_size(spec, flat(dead)) == 2**4 * 24 // 2
+    np.testing.assert_allclose(sym.blocks(flat(units))[0], units)
+    assert V.orbit_size(sym, flat(dead)) == 2**4 * 24 // 2
     twins = units.copy()
     twins[3] = -twins[1]  # two units equal up to sign: their swap (with flips) fixes w
-    assert V.orbit_size(spec, flat(twins)) == 2**4 * 24 // 2
+    assert V.orbit_size(sym, flat(twins)) == 2**4 * 24 // 2
 
 
 class StudentMixture:
@@ -118,7 +118,7 @@ def test_robot_arm_h1_valley_sum_agrees_with_importance_sampling_over_all_images
         r = V.estimate(model, settings, rng)
         assert r.status == "ok", r.reason
         w, e, g, a, _ = V.find_minima(model, settings, rng)
-        valleys = V.distinct_valleys(model.spec, w, e, g, a, settings)
+        valleys = V.distinct_valleys(model.symmetry, w, e, g, a, settings)
         value, se, ess = V.importance_reference(model, valleys, 100_000, rng)
         assert ess > 1000
         assert abs(r.log_z - value) <= 3 * np.hypot(r.log_z_se, se) + 0.02

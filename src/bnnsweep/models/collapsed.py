@@ -43,6 +43,7 @@ from .jax_network import ODD_ACTIVATIONS, activation, objective_spec
 from .marginal import LOG_2PI, NoncentredPrior
 from .objective import PenalisedError
 from .priors import GammaPrior
+from .unit_symmetry import UnitSymmetry
 
 
 def _output_groups(objective: PenalisedError) -> tuple[int, int, int]:
@@ -118,25 +119,84 @@ class CollapsedModel:
         self.n_first = n_first
         self.output_groups = (g_v, g_c)
         self.spec = spec
+        # unit j owns W1[j] and b1[j]; its key is W1[j, 0] (module docstring)
+        units = tuple((*range(j * I, (j + 1) * I), H * I + j) for j in range(H))
+        self.symmetry = UnitSymmetry(n_first + 3, units, 0, name in ODD_ACTIVATIONS)
+        self._centred_prior()
+
+    def _hyperpriors(self):
+        """(each first-layer weight's input-side group, as an index 0..K_in-1; those groups'
+        Gamma shapes and rates; the shapes and rates of alpha_v, alpha_c and beta)."""
+        spec = self.spec
+        g_v, g_c = self.output_groups
+        inner = [k for k in range(spec.n_groups) if k not in (g_v, g_c)]
+        position = {k: i for i, k in enumerate(inner)}
+        group = np.array([position[k] for k in spec.group_index[: self.n_first]])
+        eta_shapes = np.append(spec.prior_shapes[[g_v, g_c]], self.noise_prior.shape)
+        eta_rates = np.append(spec.prior_rates[[g_v, g_c]], self.noise_prior.rate)
+        return group, spec.prior_shapes[inner], spec.prior_rates[inner], eta_shapes, eta_rates
+
+    def _centred_prior(self) -> None:
+        """``prior_energy_one(theta)`` = -ln pi(theta), the normalised prior in theta = (W1, b1,
+        eta_v, eta_c, eta_beta): each input-side group's alpha integrated out (the Student-t
+        E_0 of ``MarginalModel``, Neal 1996 / paper 001 sec. 5),
+
+            -ln p(w_k) = (a_k + n_k/2) ln(b_k + |w_k|^2 / 2) - a_k ln b_k + ln Gamma(a_k)
+                         - ln Gamma(a_k + n_k/2) + n_k/2 ln 2 pi,
+
+        and each eta = ln of a precision under its Gamma(a, b), density a eta - b e^eta +
+        a ln b - ln Gamma(a); ``sample_prior`` draws from it, ``start_points`` starts
+        minimisers at the hyperprior means (capped below at 1e-2, as ``MarginalModel``)."""
+        from scipy.special import gammaln
+
+        n_first = self.n_first
+        group, a_in, b_in, a_eta, b_eta = self._hyperpriors()
+        n_inner = len(a_in)
+        sizes = np.bincount(group, minlength=n_inner)
+        shapes_post = a_in + 0.5 * sizes
+        const = float(np.sum(-a_in * np.log(b_in) + gammaln(a_in) - gammaln(shapes_post)
+                             + 0.5 * sizes * LOG_2PI))  # fmt: skip
+        const -= float(np.sum(a_eta * np.log(b_eta) - gammaln(a_eta)))
+        rates_j, shapes_j, group_j = jnp.asarray(b_in), jnp.asarray(shapes_post), jnp.asarray(group)
+        a_j, b_j = jnp.asarray(a_eta), jnp.asarray(b_eta)
+
+        def prior_energy_one(theta):
+            w = theta[:n_first]
+            ss = jax.ops.segment_sum(w * w, group_j, num_segments=n_inner)
+            eta = theta[n_first:]
+            return (jnp.sum(shapes_j * jnp.log(rates_j + 0.5 * ss))
+                    - jnp.sum(a_j * eta - b_j * jnp.exp(eta)) + const)  # fmt: skip
+
+        def draw(n, rng, alpha_in, eta):
+            w = rng.standard_normal((n, n_first)) / np.sqrt(alpha_in[:, group])
+            return np.concatenate([w, eta], axis=1)
+
+        def sample_prior(n: int, rng: np.random.Generator):
+            alpha = rng.gamma(a_in, 1.0 / b_in, size=(n, n_inner))
+            eta = np.log(rng.gamma(a_eta, 1.0 / b_eta, size=(n, 3)))
+            return draw(n, rng, alpha, eta), alpha
+
+        def start_points(n: int, rng: np.random.Generator):
+            alpha = np.broadcast_to(np.maximum(a_in / b_in, 1e-2), (n, n_inner))
+            eta = np.broadcast_to(np.log(np.maximum(a_eta / b_eta, 1e-2)), (n, 3))
+            return draw(n, rng, alpha, eta), alpha
+
+        self.prior_energy_one = prior_energy_one
+        self.sample_prior, self.start_points = sample_prior, start_points
 
     def noncentred(self) -> NoncentredPrior:
         """The prior in u = (z, eta_in, eta_v, eta_c, eta_beta), the map u -> theta, exact
         draws of u and the canonical form of the units' symmetries (module docstring)."""
         from jax.scipy.special import gammaln
 
-        spec, n_first = self.spec, self.n_first
-        g_v, g_c = self.output_groups
-        inner = [k for k in range(spec.n_groups) if k not in (g_v, g_c)]
-        order = inner + [g_v, g_c]  # eta's order in u: input-side groups, then alpha_v, alpha_c
-        shapes = np.append(spec.prior_shapes[order], self.noise_prior.shape)
-        rates = np.append(spec.prior_rates[order], self.noise_prior.rate)
+        n_first = self.n_first
+        group, a_in, b_in, a_eta, b_eta = self._hyperpriors()
+        # eta's order in u: input-side groups, then alpha_v, alpha_c, beta
+        shapes, rates = np.append(a_in, a_eta), np.append(b_in, b_eta)
         a, b = jnp.asarray(shapes), jnp.asarray(rates)
-        # each first-layer weight's input-side group, as an index into eta
-        position = {k: i for i, k in enumerate(inner)}
-        group = jnp.asarray([position[k] for k in spec.group_index[:n_first]])
-        n_inner = len(inner)
+        group = jnp.asarray(group)
+        n_inner = len(a_in)
         const = float(np.sum(shapes * np.log(rates) - gammaln(shapes)) - 0.5 * n_first * LOG_2PI)
-        I, H = spec.n_inputs, spec.n_hidden
 
         def weights(u):
             eta = u[n_first:]
@@ -150,15 +210,5 @@ class CollapsedModel:
             precision = rng.gamma(shapes, 1.0 / rates, size=(n, len(shapes)))
             return np.concatenate([rng.standard_normal((n, n_first)), np.log(precision)], axis=1)
 
-        odd = spec.activation in ODD_ACTIVATIONS
-
-        def canonical(u):
-            w1 = u[: H * I].reshape(H, I)
-            b1 = u[H * I : n_first]
-            if odd:
-                sign = jnp.where(w1[:, 0] < 0, -1.0, 1.0)
-                w1, b1 = w1 * sign[:, None], b1 * sign
-            order_units = jnp.argsort(-w1[:, 0])
-            return jnp.concatenate([w1[order_units].ravel(), b1[order_units], u[n_first:]])
-
+        canonical = self.symmetry.padded(n_first + len(shapes)).canonical
         return NoncentredPrior(log_prior, weights, sample, canonical)

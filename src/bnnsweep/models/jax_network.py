@@ -29,6 +29,7 @@ from ..runtime.jax_runtime import jax, jnp
 from .network import Network
 from .objective import PenalisedError
 from .priors import GammaPrior, WeightPrior
+from .unit_symmetry import UnitSymmetry
 
 SQRT_HALF = float(np.sqrt(0.5))
 SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))  # d erf(a / sqrt 2) / da at a = 0
@@ -116,20 +117,28 @@ def _unpack(spec: NetworkSpec, w: jax.Array):
 ODD_ACTIVATIONS = ("tanh", "erf")
 
 
+def network_symmetry(spec: NetworkSpec) -> UnitSymmetry | None:
+    """The hidden layer's symmetries on the flat weights [W1 (H, I), b1 (H), W2 (P, H), b2 (P)]
+    (``models.unit_symmetry``): unit j owns W1[j], b1[j] and W2[:, j], its key is W2[0, j];
+    None without a hidden layer."""
+    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
+    if H == 0:
+        return None
+    units = tuple(
+        (*range(j * I, (j + 1) * I), H * I + j, *(H * I + H + p * H + j for p in range(P)))
+        for j in range(H)
+    )
+    return UnitSymmetry(spec.n_weights, units, I + 1, spec.activation in ODD_ACTIVATIONS)
+
+
 def canonical_units(spec: NetworkSpec, w: jax.Array) -> jax.Array:
     """One representative of w's orbit under the hidden layer's symmetries, which leave the
     network's function and every prior here unchanged: permutations of the H units and, for
     an odd activation (tanh, erf), a sign flip of a unit's input weights, bias and output
     weights (|G| = 2^H H!, paper 001 sec. 5). The representative has every unit's first
     output weight >= 0 (odd activations) and the units sorted by it, largest first."""
-    if spec.n_hidden == 0:
-        return w
-    w1, b1, w2, b2 = _unpack(spec, w)
-    if spec.activation in ODD_ACTIVATIONS:
-        sign = jnp.where(w2[0] < 0, -1.0, 1.0)
-        w1, b1, w2 = w1 * sign[:, None], b1 * sign, w2 * sign[None, :]
-    order = jnp.argsort(-w2[0])
-    return jnp.concatenate([w1[order].ravel(), b1[order], w2[:, order].ravel(), b2])
+    symmetry = network_symmetry(spec)
+    return w if symmetry is None else symmetry.canonical(w)
 
 
 def _few(spec: NetworkSpec) -> bool:

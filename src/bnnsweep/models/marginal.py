@@ -22,9 +22,9 @@ import numpy as np
 
 from ..runtime.jax_runtime import jax, jnp
 from .jax_network import (
-    canonical_units,
     data_error,
     group_sum_squares,
+    network_symmetry,
     objective_spec,
     sample_alpha,
     weight_error,
@@ -94,7 +94,7 @@ def lbfgs_program(value_fn, n_iter: int):
 class NoncentredPrior:
     """``MarginalModel.noncentred``: the prior's log density in u = (z, ln alpha), the map
     u -> w, exact draws of u, and the representative of u's orbit under the hidden units'
-    symmetries (``models.jax_network.canonical_units`` on z: the groups' alpha are shared by
+    symmetries (``models.unit_symmetry`` on z: the groups' alpha are shared by
     all units, so the symmetries act on z alone)."""
 
     log_prior: object
@@ -135,6 +135,7 @@ class MarginalModel:
             )
         )
         self.spec = objective_spec(self.objective)
+        self.symmetry = network_symmetry(self.spec)  # None without a hidden layer
         x, t = jnp.asarray(self.objective.x), jnp.asarray(self.objective.t)
         spec, rate = self.spec, float(self.noise_prior.rate)
         phi_shape, phi_const = float(self.phi_shape), float(self.phi_const)
@@ -301,11 +302,12 @@ class MarginalModel:
             alpha = rng.gamma(shapes, 1.0 / rates, size=(n, len(shapes)))
             return np.concatenate([rng.standard_normal((n, n_weights)), np.log(alpha)], axis=1)
 
-        spec = self.spec
-
-        def canonical(u):
-            return jnp.concatenate([canonical_units(spec, u[:n_weights]), u[n_weights:]])
-
+        symmetry = self.symmetry
+        canonical = (
+            (lambda u: u)
+            if symmetry is None
+            else symmetry.padded(len(shapes) + n_weights).canonical
+        )
         return NoncentredPrior(log_prior, weights, sample, canonical)
 
     def noise_variance_mean(self, w: np.ndarray) -> np.ndarray:

@@ -190,7 +190,7 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
     iterations are not used. None when the search found no valley."""
     from . import valley_tempering as vt
 
-    spec = getattr(target, "spec", None)
+    symmetry = getattr(target, "symmetry", None)
     tempered = settings.reference == "tempered"
     vts = vt.ValleyTemperingSettings(
         tail_dof=math.inf if tempered else settings.reference_dof,
@@ -205,11 +205,11 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
         ref, n_search = res.reference, n_search + res.run.n_grad_evals
         log_p, p_se = res.log_fold, res.log_fold_se
     else:
-        p, p_se, _ = vt.fold_probability(spec, ref, vts.fold_draws, rng)
+        p, p_se, _ = vt.fold_probability(symmetry, ref, vts.fold_draws, rng)
         log_p = math.log(p)
     _, _, components, phi_prime = vt.path_functions(target)
     arrays = ref.arrays()
-    inside = vt.in_domain(spec)
+    inside = vt.in_domain(symmetry)
 
     def log_prior(u):
         value = jax.scipy.special.logsumexp(components(arrays, u))
@@ -221,7 +221,7 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
     return Space(
         log_prior,
         lambda u: -phi_prime(arrays, u),
-        lambda n, rng: vt.sample_reference(spec, ref, n, rng, target.sample_prior)[0],
+        lambda n, rng: vt.sample_reference(symmetry, ref, n, rng, target.sample_prior)[0],
         None,
         lambda u, _key: u,
         log_p,
@@ -231,13 +231,9 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
 
 
 def _canonical(target):
-    """The canonical form of the hidden units' symmetries in w, for a network target."""
-    spec = getattr(target, "spec", None)
-    if spec is None:
-        return None
-    from ...models.jax_network import canonical_units
-
-    return lambda w: canonical_units(spec, w)
+    """The canonical form of the hidden units' symmetries, for a target that has them."""
+    symmetry = getattr(target, "symmetry", None)
+    return None if symmetry is None else symmetry.canonical
 
 
 def cost(settings: NestedSettings, dimension: int, information: float) -> float:

@@ -16,8 +16,8 @@ units' symmetries (lambda = 1, Z = p(D)).
 
 The folding. A one-hidden-layer network is unchanged by the 2^H H! sign flips and
 permutations G of its hidden units (``valleys``). C is the set of weight vectors that are
-their own canonical form (``models.jax_network.canonical_units``: every unit's first output
-weight >= 0, units sorted by it), one image of each orbit, so int_C |G| exp(-E) = p(D)
+their own canonical form (``models.unit_symmetry.UnitSymmetry.canonical``: for the weights,
+every unit's first output weight >= 0, units sorted by it), one image of each orbit, so int_C |G| exp(-E) = p(D)
 exactly. The reference on C is a mixture over the valleys found, k = 1..K, of Gaussians
 N(c_k, L_k L_k^T) (each valley's moment-matched Gaussian, moved to C), or with ``tail_dof``
 finite multivariate Student-t components of the same centres and scale matrices:
@@ -76,7 +76,6 @@ from functools import partial
 
 import numpy as np
 
-from ...models.jax_network import canonical_units
 from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
 from ..mcmc import hmc
 from . import valleys as valley_search
@@ -235,45 +234,26 @@ class Reference:
         return x
 
 
-def fold(spec, centre: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fold(symmetry, centre: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The image of N(centre, factor factor^T) whose centre lies in C: the signed permutation
-    g that ``canonical_units`` applies to the centre, applied to both (g factor is a factor
-    of g S g^T)."""
-    if spec is None or spec.n_hidden == 0:
+    g that ``UnitSymmetry.canonical`` applies to the centre, applied to both (g factor is a
+    factor of g S g^T)."""
+    if symmetry is None:
         return centre, factor
-    index, sign = signed_permutation(spec, centre)
+    index, sign = symmetry.signed_permutation(centre)
     image = sign * centre[index]
-    if not np.allclose(image, np.asarray(canonical_units(spec, jnp.asarray(centre))), atol=0):
-        raise ValueError("signed_permutation disagrees with canonical_units")
+    if not np.allclose(image, np.asarray(symmetry.canonical(jnp.asarray(centre))), atol=0):
+        raise ValueError("signed_permutation disagrees with canonical")
     return image, sign[:, None] * factor[index]
 
 
-def signed_permutation(spec, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index, sign) with canonical_units(w) = sign * w[index]: each unit flipped where its
-    first output weight is negative (odd activations), the units sorted by that weight,
-    largest first (layout W1 (H, I), b1 (H), W2 (P, H), b2 (P))."""
-    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
-    start = H * I + H
-    first = w[start : start + H]  # W2[0, :]
-    flip = np.where((spec.activation in ("tanh", "erf")) & (first < 0), -1.0, 1.0)
-    order = np.argsort(-(flip * first), kind="stable")
-    at = np.arange(len(w))
-    index = np.concatenate([
-        at[: H * I].reshape(H, I)[order].ravel(), at[H * I : start][order],
-        at[start : start + P * H].reshape(P, H)[:, order].ravel(), at[start + P * H :],
-    ])  # fmt: skip
-    units = flip[order]
-    sign = np.concatenate([np.repeat(units, I), units, np.tile(units, P), np.ones(P)])
-    return index, sign
-
-
 def build_reference(
-    spec, centres, factors, log_weights, prior_share: float = 0.0, dof: float = math.inf
+    symmetry, centres, factors, log_weights, prior_share: float = 0.0, dof: float = math.inf
 ) -> Reference:
     """The mixture over the valleys' Gaussians (Student-t of ``dof`` degrees of freedom when
     finite) moved into C, weights from ``log_weights``; with ``prior_share`` > 0 the prior
     (folded into C) as a last component of that weight, its HMC frame the unit one."""
-    folded = [fold(spec, c, f) for c, f in zip(centres, factors, strict=True)]
+    folded = [fold(symmetry, c, f) for c, f in zip(centres, factors, strict=True)]
     c = np.stack([a for a, _ in folded])
     f = np.stack([b for _, b in folded])
     valleys = np.arange(len(c))
@@ -290,11 +270,11 @@ def build_reference(
     return Reference(c, f, inv, log_det, lw, valleys, float(dof))
 
 
-def in_domain(spec):
-    """u in C: u is its own canonical form (always, without hidden-unit symmetries)."""
-    if spec is None or spec.n_hidden == 0:
+def in_domain(symmetry):
+    """u in C: u is its own canonical form (always, for the trivial group)."""
+    if symmetry is None:
         return lambda u: jnp.array(True)
-    return lambda u: jnp.all(canonical_units(spec, u) == u)
+    return lambda u: jnp.all(symmetry.canonical(u) == u)
 
 
 def _log_components(ref: dict, u, log_prior_folded):
@@ -315,10 +295,10 @@ def _log_components(ref: dict, u, log_prior_folded):
     return ref["log_weights"] + jnp.where(ref["is_prior"], log_prior_folded(u), valley)
 
 
-def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator):
+def fold_probability(symmetry, ref: Reference, draws: int, rng: np.random.Generator):
     """P = sum_k pi_k P(c_k + L_k x in C), x a standardised component's draw (N(0, I) or
     Student-t), by Monte Carlo per valley, and the s.e. of ln P (binomial)."""
-    inside = _inside_program(spec)
+    inside = _inside_program(symmetry)
     share = []
     for c, f, v in zip(ref.centres, ref.factors, ref.valleys, strict=True):
         if v < 0:  # the prior folded into C lies in C
@@ -333,10 +313,10 @@ def fold_probability(spec, ref: Reference, draws: int, rng: np.random.Generator)
     return p, (math.sqrt(var) / p if p > 0 else float("inf")), share
 
 
-def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator, prior=None):
+def sample_reference(symmetry, ref: Reference, n: int, rng: np.random.Generator, prior=None):
     """n exact draws (u, k) from r restricted to C (rejection: Gaussian draws outside C are
     redrawn; the prior's draws, ``prior(m, rng)``, are moved to their image in C)."""
-    inside = _inside_program(spec)
+    inside = _inside_program(symmetry)
     pi = np.exp(ref.log_weights)
     out_u, out_k, have = [], [], 0
     while have < n:
@@ -346,7 +326,7 @@ def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator, pri
         u = ref.centres[k] + np.einsum("mij,mj->mi", ref.factors[k], x)
         from_prior = ref.valleys[k] < 0
         if from_prior.any():
-            u[from_prior] = np.asarray(_canonical_program(spec)(
+            u[from_prior] = np.asarray(_canonical_program(symmetry)(
                 jnp.asarray(prior(int(from_prior.sum()), rng)[0])))  # fmt: skip
         ok = np.asarray(inside(jnp.asarray(u)))
         out_u.append(u[ok])
@@ -358,23 +338,21 @@ def sample_reference(spec, ref: Reference, n: int, rng: np.random.Generator, pri
 _INSIDE: dict = {}
 
 
-def _canonical_program(spec):
-    """The jitted, vmapped ``canonical_units`` of an architecture."""
-    key = ("canonical", None if spec is None else (spec.n_inputs, spec.n_hidden,
-                                                     spec.n_outputs, spec.activation))  # fmt: skip
+def _canonical_program(symmetry):
+    """The jitted, vmapped ``UnitSymmetry.canonical`` of a group (compiled once per process)."""
+    key = ("canonical", symmetry)
     if key not in _INSIDE:
         _INSIDE[key] = jax.jit(jax.vmap(
-            (lambda u: u) if spec is None or spec.n_hidden == 0
-            else (lambda u: canonical_units(spec, u))
+            (lambda u: u) if symmetry is None else symmetry.canonical
         ))  # fmt: skip
     return _INSIDE[key]
 
 
-def _inside_program(spec):
-    """The jitted, vmapped ``u in C`` test of an architecture (compiled once per process)."""
-    key = None if spec is None else (spec.n_inputs, spec.n_hidden, spec.n_outputs, spec.activation)
+def _inside_program(symmetry):
+    """The jitted, vmapped ``u in C`` test of a group (compiled once per process)."""
+    key = ("inside", symmetry)
     if key not in _INSIDE:
-        _INSIDE[key] = jax.jit(jax.vmap(in_domain(spec)))
+        _INSIDE[key] = jax.jit(jax.vmap(in_domain(symmetry)))
     return _INSIDE[key]
 
 
@@ -386,9 +364,9 @@ def path_functions(target):
     """(energy, ln |G|, components, phi') of the reference path on ``target``: E(u), the
     symmetry group's log order, ln pi_k r_k(u) (``_log_components``) and
     phi'(u) = E(u) - ln |G| + ln r(u) (module doc)."""
-    spec = getattr(target, "spec", None)
+    symmetry = valley_search.symmetry_of(target)
     energy = valley_search.energy_function(target)
-    log_group = math.log(valley_search.group_order(spec))
+    log_group = math.log(valley_search.group_order(symmetry))
 
     def log_prior_folded(u):
         return log_group - target.prior_energy_one(u)
@@ -408,7 +386,7 @@ def _programs(target, n_leapfrog: int):
     cache = target.__dict__.setdefault("_valley_tempering_programs", {})
     if n_leapfrog in cache:
         return cache[n_leapfrog]
-    inside = in_domain(getattr(target, "spec", None))
+    inside = in_domain(valley_search.symmetry_of(target))
     energy, log_group, components, phi_prime = path_functions(target)
 
     def label_potential(ref, k, j, x, lam):
@@ -528,7 +506,7 @@ def _adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
     return weights
 
 
-def refit_components(spec, ref: Reference, states: np.ndarray, s) -> Reference:
+def refit_components(symmetry, ref: Reference, states: np.ndarray, s) -> Reference:
     """Each valley's component widened to the lambda = 1 ``states`` (N, W) nearest it, the
     moment matching of a variational reference (Surjanovic et al. 2022) per valley, expand
     only: a state goes to the valley of largest ln pi_k + ln r_k(u) (the prior's component
@@ -573,7 +551,7 @@ def refit_components(spec, ref: Reference, states: np.ndarray, s) -> Reference:
         d, v = np.linalg.eigh(cov)
         factor = ref.factors[k] @ (v * np.sqrt(np.maximum(d, 1.0)))
         centre = ref.centres[k] + ref.factors[k] @ (n_k * x.mean(axis=0) / (n_k + n0))
-        centres[k], factors[k] = fold(spec, centre, factor)
+        centres[k], factors[k] = fold(symmetry, centre, factor)
     return ref.with_components(centres, factors)
 
 
@@ -582,12 +560,12 @@ def run_valley_tempering(
 ) -> ValleyTemperingRun:
     """Burn-in (ladder, steps and reference weights adapted), then the kept iterations."""
     s = settings
-    spec = getattr(target, "spec", None)
+    symmetry = valley_search.symmetry_of(target)
     R, L, K = s.replicates, s.rungs, len(reference.log_weights)
     run = _programs(target, int(s.leapfrog))
     ladder = initial_ladder(L, s.ladder_power)
     prior = target.sample_prior
-    u, k = sample_reference(spec, reference, R * L, rng, prior)
+    u, k = sample_reference(symmetry, reference, R * L, rng, prior)
     carry = [
         jnp.asarray(u.reshape(R, L, -1)), jnp.asarray(k.reshape(R, L)),
         jnp.tile(jnp.arange(L, dtype=jnp.int32), (R, 1)), None,
@@ -601,7 +579,7 @@ def run_valley_tempering(
         arrays, records = ref.arrays(), []
         for start in range(0, n, CHUNK):
             m = min(CHUNK, n - start)
-            u0, k0 = sample_reference(spec, ref, m * R, rng, prior)
+            u0, k0 = sample_reference(symmetry, ref, m * R, rng, prior)
             xs = (jnp.arange(it, it + m), jnp.asarray(u0.reshape(m, R, -1)),
                   jnp.asarray(k0.reshape(m, R)))  # fmt: skip
             it += m
@@ -626,7 +604,7 @@ def run_valley_tempering(
         reference = reference.with_weights(np.log(_adapted_weights(reference, occupancy, s)))
         if s.refit and r < len(lengths) - 1:  # the last round runs on the final reference
             top = rec[7][half:]
-            reference = refit_components(spec, reference, top.reshape(-1, top.shape[-1]), s)
+            reference = refit_components(symmetry, reference, top.reshape(-1, top.shape[-1]), s)
         upper = np.bincount(labels_k[..., L // 2 :].ravel(), minlength=K)
         keep = np.flatnonzero((upper > 0) | (reference.valleys < 0))  # the prior stays
         # (none pruned when no valley was visited: the mixture keeps at least one valley)
@@ -648,7 +626,7 @@ def run_valley_tempering(
     carry, rec = sweep(carry, int(s.samples), False, reference)
     phi, swap_prob, labels_t, accept, divergent, jumped, all_k, top_u = rec
     top_k = reference.valleys[all_k[..., -1]]  # as indices of the valleys searched (-1: prior)
-    p, p_se, share = fold_probability(spec, reference, s.fold_draws, rng)
+    p, p_se, share = fold_probability(symmetry, reference, s.fold_draws, rng)
     grads, _ = cost(s)
     tempering_run = TemperingRun.from_records(
         ladder, phi, swap_prob, labels_t, accept, divergent, carry[4], top_u, grads
@@ -665,9 +643,9 @@ def search(target, settings: ValleyTemperingSettings, rng, log=None):
     reference with weights proportional to the Laplace masses (adapted in the burn-in).
     Returns the reference, the valleys and the gradient evaluations spent."""
     vs = settings.search_settings()
-    spec = getattr(target, "spec", None)
+    symmetry = valley_search.symmetry_of(target)
     w, e, g, a, n_lbfgs = valley_search.find_minima(target, vs, rng)
-    found = valley_search.distinct_valleys(spec, w, e, g, a, vs)
+    found = valley_search.distinct_valleys(symmetry, w, e, g, a, vs)
     if not found:
         return None, found, n_lbfgs
     found = sorted(found, key=lambda v: -v.laplace_log_mass)[: settings.max_components]
@@ -676,7 +654,7 @@ def search(target, settings: ValleyTemperingSettings, rng, log=None):
     lw = np.maximum(lw, lw.max() - 30.0)  # Laplace masses are nats off: start no valley shut
     if log is not None:
         log(f"valley tempering: {len(found)} valleys as the reference ({len(w)} starts)")
-    ref = build_reference(spec, centres, factors, lw, settings.prior_share, settings.tail_dof)
+    ref = build_reference(symmetry, centres, factors, lw, settings.prior_share, settings.tail_dof)
     return ref, found, n_lbfgs + vs.starts * vs.newton_iter + n_pilot
 
 
@@ -738,7 +716,7 @@ def reference_importance(
     expectation lies below ln p(D) (Jensen) and it exceeds ln p(D) + t with probability at
     most exp(-t) (Markov) whatever the reference: a stochastic lower bound. Returns ln p(D),
     its s.e. (the weights' delta-method s.e. and ln P's) and the weights' ESS."""
-    spec = getattr(target, "spec", None)
+    symmetry = valley_search.symmetry_of(target)
     cache = target.__dict__.setdefault("_valley_tempering_programs", {})
     if "phi_prime" not in cache:
         phi_prime = path_functions(target)[3]
@@ -746,10 +724,10 @@ def reference_importance(
     program, arrays = cache["phi_prime"], ref.arrays()
     log_w = []
     for start in range(0, draws, chunk):
-        u, _ = sample_reference(spec, ref, min(chunk, draws - start), rng, target.sample_prior)
+        u, _ = sample_reference(symmetry, ref, min(chunk, draws - start), rng, target.sample_prior)
         log_w.append(-np.asarray(program(arrays, jnp.asarray(u))))
     log_w = np.concatenate(log_w)
-    p, p_se, _ = fold_probability(spec, ref, fold_draws, rng)
+    p, p_se, _ = fold_probability(symmetry, ref, fold_draws, rng)
     top = log_w.max()
     w = np.exp(log_w - top)
     value = float(top + np.log(w.mean()) + math.log(p))
@@ -837,7 +815,7 @@ def _one_search(target, settings: ValleyTemperingSettings, rng, log=None):
     res = run_valley_tempering(target, ref, settings, rng, log=log)
     out = estimate_from_valley_run(res, settings)
     out.n_grad_evals += n_search
-    spec = getattr(target, "spec", None)
+    symmetry = valley_search.symmetry_of(target)
     vs = settings.search_settings()
     # coverage: the posterior share (lambda = 1 occupancy) of valleys that only the last
     # starts found; a large one says more starts would find more mass
@@ -861,7 +839,7 @@ def _one_search(target, settings: ValleyTemperingSettings, rng, log=None):
         top_occupancy=occupancy,
         n_new_valleys=n_new,
         new_valley_share=new_share,
-        group_order=valley_search.group_order(spec),
+        group_order=valley_search.group_order(symmetry),
     )
     if new_share > vs.max_new_share:
         out.flag(

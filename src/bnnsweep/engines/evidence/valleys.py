@@ -34,9 +34,9 @@ The procedure, as a reviewer can check it step by step:
    find more mass, and the estimate is marked not_converged.
 
 Targets give ``phi_one`` and ``prior_energy_one`` (JAX, one weight vector), ``start_points``
-or ``sample_prior`` (numpy draws to start from) and optionally ``spec`` (a
-``models.jax_network.NetworkSpec``) whose hidden units carry the symmetry; without it the
-group is trivial.
+or ``sample_prior`` (numpy draws to start from) and optionally ``symmetry`` (a
+``models.unit_symmetry.UnitSymmetry``: the coordinates each hidden unit owns); without it
+the group is trivial.
 """
 
 from __future__ import annotations
@@ -93,96 +93,68 @@ class ValleySettings:
 
 
 # ----------------------------------------------------------------------------------------
-# the symmetry group of a one-hidden-layer network
+# the symmetry group of a hidden layer (``models.unit_symmetry``)
 
 
-def _unit_blocks(spec, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each hidden unit's parameters (H, I + 1 + P) [W1[j], b1[j], W2[:, j]] and the output
-    biases (P,) of a flat weight vector (layout of ``models.network.Network``)."""
-    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
-    w1 = w[: H * I].reshape(H, I)
-    b1 = w[H * I : H * I + H]
-    w2 = w[H * I + H : H * I + H + P * H].reshape(P, H)
-    b2 = w[H * I + H + P * H :]
-    return np.concatenate([w1, b1[:, None], w2.T], axis=1), b2
+def symmetry_of(target):
+    """The target's ``models.unit_symmetry.UnitSymmetry`` (its ``symmetry`` attribute), or
+    None: the trivial group."""
+    return getattr(target, "symmetry", None)
 
 
-def group_order(spec) -> int:
-    """|G| = 2^H H! for H hidden units (1 without a network spec)."""
-    if spec is None or spec.n_hidden == 0:
-        return 1
-    return 2**spec.n_hidden * math.factorial(spec.n_hidden)
+def group_order(symmetry) -> int:
+    """|G| (2^H H! for H tanh units; 1 for the trivial group)."""
+    return 1 if symmetry is None else symmetry.order
 
 
-def aligned_distance(spec, a: np.ndarray, b: np.ndarray) -> float:
-    """min over sign flips and permutations g of the hidden units of ||a - g b||: the cost of
-    matching unit i of a to unit j of b is min(||u_i - v_j||^2, ||u_i + v_j||^2) (a sign flip
-    negates the unit's input weights, bias and output weights: tanh and erf are odd), and
-    the best matching is an assignment problem (Hungarian algorithm)."""
-    if spec is None or spec.n_hidden == 0:
+def aligned_distance(symmetry, a: np.ndarray, b: np.ndarray) -> float:
+    """min over the group's elements g of ||a - g b||: the cost of matching unit i of a to
+    unit j of b is ||u_i - v_j||^2, or min(||u_i - v_j||^2, ||u_i + v_j||^2) where a sign
+    flip (negating every coordinate the unit owns) is a symmetry, and the best matching is
+    an assignment problem (Hungarian algorithm)."""
+    if symmetry is None:
         return float(np.linalg.norm(a - b))
     from scipy.optimize import linear_sum_assignment
 
-    ua, ba = _unit_blocks(spec, a)
-    ub, bb = _unit_blocks(spec, b)
-    same = np.sum((ua[:, None, :] - ub[None, :, :]) ** 2, axis=-1)
-    flipped = np.sum((ua[:, None, :] + ub[None, :, :]) ** 2, axis=-1)
-    cost = np.minimum(same, flipped)
+    ua, ba = symmetry.blocks(a)
+    ub, bb = symmetry.blocks(b)
+    cost = np.sum((ua[:, None, :] - ub[None, :, :]) ** 2, axis=-1)
+    if symmetry.odd:
+        cost = np.minimum(cost, np.sum((ua[:, None, :] + ub[None, :, :]) ** 2, axis=-1))
     rows, cols = linear_sum_assignment(cost)
     return float(np.sqrt(cost[rows, cols].sum() + np.sum((ba - bb) ** 2)))
 
 
-def orbit_size(spec, w: np.ndarray, rel_tol: float = 1e-3) -> int:
+def orbit_size(symmetry, w: np.ndarray, rel_tol: float = 1e-3) -> int:
     """The number of distinct images of w under the group: |G| / |stabiliser|. A unit whose
-    parameters are all zero is fixed by its own sign flip, and k units equal up to sign are
-    fixed by their k! permutations (with the matching flips)."""
-    order = group_order(spec)
+    coordinates are all zero is fixed by its own sign flip, and k units equal (up to sign,
+    where flips are symmetries) are fixed by their k! permutations."""
+    order = group_order(symmetry)
     if order == 1:
         return 1
-    units, _ = _unit_blocks(spec, w)
+    units, _ = symmetry.blocks(w)
     scale = rel_tol * (1.0 + np.linalg.norm(w))
     dead = np.linalg.norm(units, axis=1) < scale
-    stabiliser = 2 ** int(dead.sum()) * math.factorial(int(dead.sum()))
+    n_dead = int(dead.sum())
+    stabiliser = (2**n_dead if symmetry.odd else 1) * math.factorial(n_dead)
     live = units[~dead]
     seen = np.zeros(len(live), dtype=bool)
     for i in range(len(live)):
         if seen[i]:
             continue
-        d = np.minimum(
-            np.linalg.norm(live - live[i], axis=1), np.linalg.norm(live + live[i], axis=1)
-        )
+        d = np.linalg.norm(live - live[i], axis=1)
+        if symmetry.odd:
+            d = np.minimum(d, np.linalg.norm(live + live[i], axis=1))
         twins = (d < scale) & ~seen
         seen |= twins
         stabiliser *= math.factorial(int(twins.sum()))
     return order // stabiliser
 
 
-def group_elements(spec) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Every element of the group as (index, sign) over the flat weights: g w = sign * w[index].
-    Only for small H (|G| = 2^H H! grows fast: 384 at H = 4)."""
-    from itertools import permutations, product
-
-    if spec is None or spec.n_hidden == 0:
-        n = spec.n_weights if spec is not None else None
-        return [(np.arange(n), np.ones(n))] if n is not None else []
-    I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
-    n = spec.n_weights
-    w1 = np.arange(H * I).reshape(H, I)
-    b1 = H * I + np.arange(H)
-    w2 = (H * I + H + np.arange(P * H)).reshape(P, H)
-    elements = []
-    for perm in permutations(range(H)):
-        for signs in product((1.0, -1.0), repeat=H):
-            index, sign = np.arange(n), np.ones(n)
-            for j, src in enumerate(perm):
-                index[w1[j]] = w1[src]
-                sign[w1[j]] = signs[j]
-                index[b1[j]] = b1[src]
-                sign[b1[j]] = signs[j]
-                index[w2[:, j]] = w2[:, src]
-                sign[w2[:, j]] = signs[j]
-            elements.append((index, sign))
-    return elements
+def group_elements(symmetry) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every element of the group as (index, sign) over the coordinates: g w = sign * w[index]
+    (``UnitSymmetry.elements``; only for small H). The trivial group has no listing here."""
+    return [] if symmetry is None else symmetry.elements()
 
 
 # ----------------------------------------------------------------------------------------
@@ -295,14 +267,14 @@ def laplace_log_mass(energy: float, hessian: np.ndarray) -> float:
     return float(-energy + 0.5 * len(hessian) * LOG_2PI - 0.5 * logdet)
 
 
-def in_valley(spec, w: np.ndarray, valley: Valley, settings: ValleySettings) -> bool:
+def in_valley(symmetry, w: np.ndarray, valley: Valley, settings: ValleySettings) -> bool:
     """The minimum w is ``valley``'s mode up to the symmetries: aligned distance at most
     ``same_valley`` (1 + |mode|)."""
-    d = aligned_distance(spec, w, valley.mode)
+    d = aligned_distance(symmetry, w, valley.mode)
     return d <= settings.same_valley * (1.0 + np.linalg.norm(valley.mode))
 
 
-def distinct_valleys(spec, w, e, g, a, settings: ValleySettings) -> list[Valley]:
+def distinct_valleys(symmetry, w, e, g, a, settings: ValleySettings) -> list[Valley]:
     """The accepted minima (gradient below ``gtol``, positive-definite Hessian) merged into
     valleys modulo the symmetry group, lowest energy first; each valley keeps the starts that
     reached it."""
@@ -313,7 +285,7 @@ def distinct_valleys(spec, w, e, g, a, settings: ValleySettings) -> list[Valley]
         if np.linalg.eigvalsh(0.5 * (a[i] + a[i].T))[0] <= 0:
             continue
         for v in valleys:
-            if in_valley(spec, w[i], v, settings):
+            if in_valley(symmetry, w[i], v, settings):
                 v.hits.append(int(i))
                 break
         else:
@@ -324,7 +296,7 @@ def distinct_valleys(spec, w, e, g, a, settings: ValleySettings) -> list[Valley]
                     float(e[i]),
                     hessian,
                     [int(i)],
-                    orbit_size(spec, w[i]),
+                    orbit_size(symmetry, w[i]),
                     laplace_log_mass(float(e[i]), hessian),
                 )  # fmt: skip
             )
@@ -389,12 +361,12 @@ def moment_matched_start(target, valleys: list[Valley], settings: ValleySettings
         n_leapfrog_burn=settings.leapfrog, n_leapfrog=settings.leapfrog, step_size=settings.step,
     )  # fmt: skip
     z = np.asarray(result.samples)  # (S, V C, W)
-    spec = getattr(target, "spec", None)
+    symmetry = symmetry_of(target)
     for k in range(len(valleys)):
         zk = z[:, k * C : (k + 1) * C].reshape(-1, n_w)
         wk = centres[k] + zk @ factors[k].T
         check = wk[np.linspace(0, len(wk) - 1, 16).astype(int)]
-        if _stayed(spec, check, valleys, k) < settings.min_stayed:
+        if _stayed(symmetry, check, valleys, k) < settings.min_stayed:
             continue
         cov = np.cov(zk, rowvar=False) * settings.pilot_inflate**2
         try:
@@ -430,22 +402,22 @@ def ais_valleys(target, valleys: list[Valley], settings: ValleySettings, rng) ->
     )  # fmt: skip
     log_w, z_end = np.asarray(log_w).reshape(len(valleys), P), np.asarray(z_end)
     w_end = theta["m"] + np.einsum("bij,bj->bi", theta["L"], z_end)
-    spec = getattr(target, "spec", None)
+    symmetry = symmetry_of(target)
     for k, v in enumerate(valleys):
         value, se, ess = ais_estimate(log_w[k], settings.groups)
         logdet_l = float(np.sum(np.log(np.diag(chol[k]))))
         v.log_mass, v.log_mass_se, v.ess = value + logdet_l, se, ess
         v.draws, v.draw_log_weights = w_end[k * P : (k + 1) * P], log_w[k]
-        v.stayed = _stayed(spec, v.draws, valleys, k)
+        v.stayed = _stayed(symmetry, v.draws, valleys, k)
     return settings.n_grad_evals(len(valleys)) + n_pilot
 
 
-def _stayed(spec, w_end: np.ndarray, valleys: list[Valley], k: int) -> float:
+def _stayed(symmetry, w_end: np.ndarray, valleys: list[Valley], k: int) -> float:
     """Share of valley k's final particles nearer (modulo the group) to its mode than to any
     other valley's."""
     near = 0
     for w in w_end:
-        d = [aligned_distance(spec, w, v.mode) for v in valleys]
+        d = [aligned_distance(symmetry, w, v.mode) for v in valleys]
         near += int(np.argmin(d) == k)
     return near / len(w_end)
 
@@ -499,9 +471,9 @@ def estimate(target, settings: ValleySettings, rng: np.random.Generator, log=Non
     """ln p(D) >= ln sum_v |G v| Z_v (module docstring), as an ``EvidenceEstimate`` whose
     diagnostics list every valley."""
     settings.validate()
-    spec = getattr(target, "spec", None)
+    symmetry = symmetry_of(target)
     w, e, g, a, n_lbfgs = find_minima(target, settings, rng)
-    valleys = distinct_valleys(spec, w, e, g, a, settings)
+    valleys = distinct_valleys(symmetry, w, e, g, a, settings)
     accepted = int(sum(len(v.hits) for v in valleys))
     if log:
         log(f"valleys: {len(valleys)} distinct of {accepted} accepted minima "
@@ -528,7 +500,7 @@ def estimate(target, settings: ValleySettings, rng: np.random.Generator, log=Non
         n_accepted_minima=accepted,
         n_new_valleys=n_new,
         new_valley_share=new_share,
-        group_order=group_order(spec),
+        group_order=group_order(symmetry),
         valley_energy=np.array([v.energy for v in chosen]),
         valley_hits=np.array([len(v.hits) for v in chosen]),
         valley_orbit=np.array([v.orbit for v in chosen], dtype=float),
@@ -588,8 +560,7 @@ def importance_reference(
     H only (|G| = 8 at H = 2, 384 at H = 4). Returns ln Z, its s.e. and the weights' ESS."""
     from scipy.special import gammaln
 
-    spec = getattr(target, "spec", None)
-    elements = group_elements(spec) if spec is not None else []
+    elements = group_elements(symmetry_of(target))
     if not elements:
         n = len(valleys[0].mode)
         elements = [(np.arange(n), np.ones(n))]
