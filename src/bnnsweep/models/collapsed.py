@@ -81,37 +81,50 @@ class CollapsedModel:
         I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
         x, t = jnp.asarray(objective.x), jnp.asarray(objective.t)
         N = objective.x.shape[0]
-        t_sq = float(np.sum(objective.t**2))
         name = spec.activation
 
         def factor(theta):
-            """Psi (N, H+1), ln diag A, beta and the Cholesky factor of M = A + beta Psi^T Psi."""
+            """The whitened least-squares problem of the outputs given theta, by QR: with
+            Phi = Psi A^-1/2 and v_p = A^1/2 theta_p, the design G = [sqrt(beta) Phi; I]
+            ((N + H + 1) x (H + 1)) and targets Y = [sqrt(beta) t; 0], G = Q R, the
+            conditional mean m = R^-1 Q^T Y (beta B^-1 Phi^T t, B = R^T R =
+            I + beta Phi^T Phi = A^-1/2 M A^-1/2) and the residual sum of squares per output,
+
+                |Y_p - G m_p|^2 = beta |t_p - Phi m_p|^2 + |m_p|^2 = t_p^T (I/beta + Phi Phi^T)^-1 t_p.
+
+            QR of G, not a Cholesky factor of M or B: B's eigenvalues are >= 1 but with
+            alpha_v near 0 and a saturated unit's column equal to the bias column, rounding
+            in Phi^T Phi (entries ~1e17) made them negative (1.3% of prior draws at H = 4 on
+            the robot arm); R's diagonal carries ln |B| with the identity block's accuracy."""
             w1 = theta[: H * I].reshape(H, I)
             b1 = theta[H * I : n_first]
             beta = jnp.exp(theta[n_first + 2])
             psi = jnp.concatenate([activation(name, x @ w1.T + b1), jnp.ones((N, 1))], axis=1)
             log_a = jnp.concatenate([jnp.full(H, theta[n_first]), theta[n_first + 1 : n_first + 2]])
-            chol = jnp.linalg.cholesky(jnp.diag(jnp.exp(log_a)) + beta * (psi.T @ psi))
-            return psi, log_a, beta, chol
+            scale = jnp.exp(-0.5 * log_a)
+            root = jnp.sqrt(beta)
+            design = jnp.concatenate([root * psi * scale, jnp.eye(H + 1)])
+            y = jnp.concatenate([root * t, jnp.zeros((H + 1, P))])
+            q, r = jnp.linalg.qr(design)
+            mean = jax.scipy.linalg.solve_triangular(r, q.T @ y, lower=False)  # (H+1, P)
+            resid = y - design @ mean
+            return scale, r, mean, jnp.sum(resid * resid)
 
         def phi_one(theta):
-            psi, log_a, beta, chol = factor(theta)
-            proj = jax.scipy.linalg.solve_triangular(chol, psi.T @ t, lower=True)  # (H+1, P)
-            log_det_m = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))
-            log_lik = (
-                0.5 * P * (N * theta[n_first + 2] - N * LOG_2PI + jnp.sum(log_a) - log_det_m)
-                - 0.5 * beta * t_sq
-                + 0.5 * beta**2 * jnp.sum(proj * proj)
-            )
+            """-ln p(t | theta) = sum_p 1/2 (N ln 2 pi - N ln beta + ln |B| + |Y_p - G m_p|^2)."""
+            _, r, _, rss = factor(theta)
+            log_det_b = 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(r))))  # ln |M| - ln |A|
+            log_lik = -0.5 * P * (N * LOG_2PI - N * theta[n_first + 2] + log_det_b) - 0.5 * rss
             return jnp.where(jnp.isfinite(log_lik), -log_lik, jnp.inf)
 
         def full_weights(theta, key):
             """One draw of the full weight vector [W1, b1, W2, b2] given theta: W2, b2 from
-            their Gaussian conditional posterior, N(beta M^-1 Psi^T t_p, M^-1) per output p."""
-            psi, _, beta, chol = factor(theta)
-            mean = jax.scipy.linalg.cho_solve((chol, True), beta * (psi.T @ t))  # (H+1, P)
+            their Gaussian conditional posterior, N(beta M^-1 Psi^T t_p, M^-1) per output p:
+            v_p ~ N(m_p, B^-1) = m_p + R^-1 e, theta_p = A^-1/2 v_p (``factor``)."""
+            scale, r, mean, _ = factor(theta)
             noise = jax.random.normal(key, mean.shape)
-            out = mean + jax.scipy.linalg.solve_triangular(chol.T, noise, lower=False)
+            v = mean + jax.scipy.linalg.solve_triangular(r, noise, lower=False)
+            out = scale[:, None] * v
             return jnp.concatenate([theta[:n_first], out[:H].T.ravel(), out[H]])
 
         self.phi_one = phi_one
