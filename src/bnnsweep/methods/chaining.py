@@ -20,7 +20,7 @@ Predictions average the network over the lambda = 1 samples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from ..method_base import (
     evenly_spaced,
 )
 from ..model_settings import ModelSettings
+from ..models.collapsed import CollapsedModel
 from ..models.marginal import MarginalModel
 from ..models.priors import check_prior_supported
 from . import JAX, Method, Work, register
@@ -76,6 +77,7 @@ MIN_AIS_ESS = 5.0
 # network: measured on the robot arm, 13.9 and 13.7 nats at H = 1 (7 weights), 47.5 at H = 4
 # (22 weights; python benchmarks/nested_reference.py robot_arm_h4 --coordinates collapsed)
 COLLAPSED_NATS_PER_WEIGHT = 2.0
+TARGETS = ("full", "collapsed")
 ESTIMATORS = ("valley_tempering", "tempering", "valleys", "nested", "bdmc", "ratio", "ti", "ais")
 """``valleys``: chaining from a Gaussian reference in each valley of the posterior (paper 001
 sec. 2 allows any reference whose evidence is known) to the posterior by AIS, summed over the
@@ -129,6 +131,10 @@ class ChainingSettings(ModelSettings):
     start_restarts: int = 8
     start_iter: int = 1000
     estimator: str = "valley_tempering"
+    # the space valley_tempering samples: "full" the weights (alpha and beta integrated out),
+    # "collapsed" the first layer and the log-precisions with W2, b2 integrated out exactly
+    # (``models.collapsed``); predictions draw W2, b2 from their conditional either way
+    target: str = "full"
     valleys: dict = field(default_factory=dict)  # overrides of ValleySettings' defaults
     tempering: dict = field(default_factory=dict)  # overrides of TemperingSettings' defaults
     nested: dict = field(default_factory=dict)  # overrides of NestedSettings' defaults
@@ -154,13 +160,21 @@ class ChainingSettings(ModelSettings):
         self.valley_tempering_settings().validate()
         if self.estimator == "valleys" and self.hidden < 1:
             raise ValueError("estimator 'valleys' needs hidden >= 1 (the linear model has one)")
-        collapsed = self.estimator == "nested" and self.nested_settings().coordinates == "collapsed"
-        if collapsed and (self.hidden < 1 or self.prior == "single"):
+        check_choice("target", self.target, TARGETS)
+        if self.target == "collapsed" and self.estimator != "valley_tempering":
             raise ValueError(
-                "nested coordinates 'collapsed' integrate the output layer out: they need "
-                "hidden >= 1 and a prior with the output layer in groups of its own ('grouped' "
-                f"or 'ard'), not hidden = {self.hidden}, prior {self.prior!r}"
+                f"target 'collapsed' is sampled by estimator 'valley_tempering' only, not "
+                f"{self.estimator!r} (nested sampling: nested: {{coordinates: collapsed}})"
             )
+        nested = self.estimator == "nested" and self.nested_settings().coordinates == "collapsed"
+        for what, on in (("nested coordinates 'collapsed'", nested),
+                         ("target 'collapsed'", self.target == "collapsed")):  # fmt: skip
+            if on and (self.hidden < 1 or self.prior == "single"):
+                raise ValueError(
+                    f"{what} integrates the output layer out, which needs hidden >= 1 and a "
+                    "prior with the output layer in groups of its own ('grouped' or 'ard'), not "
+                    f"hidden = {self.hidden}, prior {self.prior!r}"
+                )
         check_positive("bdmc_max_gap", self.bdmc_max_gap)
         check_choice("start", self.start, ("optimised", "prior"))
         check_positive("start_restarts", self.start_restarts)
@@ -388,9 +402,15 @@ def fit_valley_tempering(split: Split, settings: ChainingSettings, model: Margin
     reference's valleys beside them."""
     from ..engines.evidence.valley_tempering import estimate_and_run
 
-    found, res = estimate_and_run(model, settings.valley_tempering_settings(), rng, log=log)
+    target = model
+    if settings.target == "collapsed":
+        target = CollapsedModel(model.objective, model.noise_prior)
+    found, res = estimate_and_run(target, settings.valley_tempering_settings(), rng, log=log)
     if res is None:
         return _no_draws_result(split, found)
+    if settings.target == "collapsed":  # theta -> full weights, W2, b2 from their conditional
+        res = replace(res, run=replace(res.run, posterior_samples=_full_weights(
+            target, res.run.posterior_samples, rng)))  # fmt: skip
     result = _ladder_result(model, split, settings, res.run, found, "valley tempering", log)
     d = found.diagnostics
     result.coords["valley"] = np.arange(d["n_components"])
@@ -416,6 +436,18 @@ def fit_valley_tempering(split: Split, settings: ChainingSettings, model: Margin
         result.traces["search_log_evidence"] = (("search",), d["search_log_z"])
         result.traces["search_log_evidence_se"] = (("search",), d["search_log_z_se"])
     return result
+
+
+def _full_weights(target: CollapsedModel, states: np.ndarray, rng) -> np.ndarray:
+    """Full weight vectors (..., W) from the collapsed target's states (..., D): one draw of
+    W2, b2 from their Gaussian conditional per state (``CollapsedModel.full_weights``), so
+    that (theta, W2, b2) is a draw of the full posterior."""
+    from ..runtime.jax_runtime import jax, jnp, key_from_rng
+
+    flat = states.reshape(-1, states.shape[-1])
+    keys = jax.random.split(key_from_rng(rng), len(flat))
+    weights = jax.jit(jax.vmap(target.full_weights))(jnp.asarray(flat), keys)
+    return np.asarray(weights).reshape(*states.shape[:-1], -1)
 
 
 def _ladder_result(model, split, settings, run, found, label: str, log):

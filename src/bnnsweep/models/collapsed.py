@@ -45,6 +45,9 @@ from .objective import PenalisedError
 from .priors import GammaPrior
 from .unit_symmetry import UnitSymmetry
 
+# B's diagonal times this is added to B before its Cholesky factor (``factor``)
+JITTER = 1e-12
+
 
 def _output_groups(objective: PenalisedError) -> tuple[int, int, int]:
     """(number of first-layer weights, group of W2, group of b2); refuses a prior in which
@@ -81,49 +84,53 @@ class CollapsedModel:
         I, H, P = spec.n_inputs, spec.n_hidden, spec.n_outputs
         x, t = jnp.asarray(objective.x), jnp.asarray(objective.t)
         N = objective.x.shape[0]
+        t_sq = float(np.sum(objective.t**2))
         name = spec.activation
 
         def factor(theta):
-            """The whitened least-squares problem of the outputs given theta, by QR: with
-            Phi = Psi A^-1/2 and v_p = A^1/2 theta_p, the design G = [sqrt(beta) Phi; I]
-            ((N + H + 1) x (H + 1)) and targets Y = [sqrt(beta) t; 0], G = Q R, the
-            conditional mean m = R^-1 Q^T Y (beta B^-1 Phi^T t, B = R^T R =
-            I + beta Phi^T Phi = A^-1/2 M A^-1/2) and the residual sum of squares per output,
+            """Phi = Psi A^-1/2 (N, H+1), the scales A^-1/2, beta and the Cholesky factor L of
+            B = I + beta Phi^T Phi = A^-1/2 M A^-1/2 (eigenvalues >= 1), ln |M| = ln |A| +
+            2 sum ln diag L.
 
-                |Y_p - G m_p|^2 = beta |t_p - Phi m_p|^2 + |m_p|^2 = t_p^T (I/beta + Phi Phi^T)^-1 t_p.
-
-            QR of G, not a Cholesky factor of M or B: B's eigenvalues are >= 1 but with
-            alpha_v near 0 and a saturated unit's column equal to the bias column, rounding
-            in Phi^T Phi (entries ~1e17) made them negative (1.3% of prior draws at H = 4 on
-            the robot arm); R's diagonal carries ln |B| with the identity block's accuracy."""
+            Rounding: with alpha_v near 0 and a saturated unit's column equal to the bias
+            column, B's entries reach 1e17 and the rounding of Phi^T Phi (~ N eps max B_jj)
+            leaves it indefinite (1.3% of prior draws at H = 4 on the robot arm: phi
+            infinite there, TI -inf). So L factors B + delta I, delta = JITTER max_j B_jj,
+            50 times that rounding: where the posterior is (B_jj <= 1e7) ln |B| moves by
+            <= (H + 1) delta <= 1e-4 nats; where it was indefinite the likelihood is
+            e^-thousands either way."""
             w1 = theta[: H * I].reshape(H, I)
             b1 = theta[H * I : n_first]
             beta = jnp.exp(theta[n_first + 2])
             psi = jnp.concatenate([activation(name, x @ w1.T + b1), jnp.ones((N, 1))], axis=1)
             log_a = jnp.concatenate([jnp.full(H, theta[n_first]), theta[n_first + 1 : n_first + 2]])
             scale = jnp.exp(-0.5 * log_a)
-            root = jnp.sqrt(beta)
-            design = jnp.concatenate([root * psi * scale, jnp.eye(H + 1)])
-            y = jnp.concatenate([root * t, jnp.zeros((H + 1, P))])
-            q, r = jnp.linalg.qr(design)
-            mean = jax.scipy.linalg.solve_triangular(r, q.T @ y, lower=False)  # (H+1, P)
-            resid = y - design @ mean
-            return scale, r, mean, jnp.sum(resid * resid)
+            phi = psi * scale
+            b = jnp.eye(H + 1) + beta * (phi.T @ phi)
+            b = b + JITTER * jnp.max(jnp.diag(b)) * jnp.eye(H + 1)
+            return phi, scale, beta, jnp.linalg.cholesky(b)
 
         def phi_one(theta):
-            """-ln p(t | theta) = sum_p 1/2 (N ln 2 pi - N ln beta + ln |B| + |Y_p - G m_p|^2)."""
-            _, r, _, rss = factor(theta)
-            log_det_b = 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(r))))  # ln |M| - ln |A|
-            log_lik = -0.5 * P * (N * LOG_2PI - N * theta[n_first + 2] + log_det_b) - 0.5 * rss
+            """-ln p(t | theta) = sum_p 1/2 (N ln 2 pi - N ln beta + ln |B|) + beta/2 |t_p|^2
+            - beta^2/2 |L^-1 Phi^T t_p|^2 (the module docstring's form, whitened)."""
+            phi, _, beta, chol = factor(theta)
+            proj = jax.scipy.linalg.solve_triangular(chol, phi.T @ t, lower=True)  # (H+1, P)
+            log_det_b = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))  # ln |M| - ln |A|
+            log_lik = (
+                0.5 * P * (N * theta[n_first + 2] - N * LOG_2PI - log_det_b)
+                - 0.5 * beta * t_sq
+                + 0.5 * beta**2 * jnp.sum(proj * proj)
+            )
             return jnp.where(jnp.isfinite(log_lik), -log_lik, jnp.inf)
 
         def full_weights(theta, key):
             """One draw of the full weight vector [W1, b1, W2, b2] given theta: W2, b2 from
-            their Gaussian conditional posterior, N(beta M^-1 Psi^T t_p, M^-1) per output p:
-            v_p ~ N(m_p, B^-1) = m_p + R^-1 e, theta_p = A^-1/2 v_p (``factor``)."""
-            scale, r, mean, _ = factor(theta)
+            their Gaussian conditional posterior, N(beta M^-1 Psi^T t_p, M^-1) per output p,
+            M^-1 = A^-1/2 B^-1 A^-1/2 (``factor``)."""
+            phi, scale, beta, chol = factor(theta)
+            mean = jax.scipy.linalg.cho_solve((chol, True), beta * (phi.T @ t))  # (H+1, P)
             noise = jax.random.normal(key, mean.shape)
-            v = mean + jax.scipy.linalg.solve_triangular(r, noise, lower=False)
+            v = mean + jax.scipy.linalg.solve_triangular(chol.T, noise, lower=False)
             out = scale[:, None] * v
             return jnp.concatenate([theta[:n_first], out[:H].T.ravel(), out[H]])
 
