@@ -7,7 +7,8 @@ s.e.).
 
     python benchmarks/chaining_defaults.py --hidden 8 --seeds 0 1 2 3 4
 
-``--set KEY=VALUE`` overrides a ``valley_tempering`` setting (e.g. ``--set tail_dof=3``).
+``--set KEY=VALUE`` overrides a ``valley_tempering`` setting (e.g. ``--set tail_dof=3``);
+``--target collapsed`` samples the target with the output layer integrated out.
 
 Long: a cell at H = 8 takes 10-12 minutes of CPU (a 64-start valley search, then 24 rungs
 x 8 ladders x 2,800 iterations); H = 4 2-3 (measured on a loaded 2-core machine).
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
+    parser.add_argument("--target", default="full", choices=("full", "collapsed"))
     args = parser.parse_args()
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     rows = []
@@ -41,7 +43,7 @@ def main() -> None:
         for seed in args.seeds:
             started = time.process_time()
             axes = (("hidden", args.hidden),)
-            settings = {"activation": "tanh", "hidden": args.hidden}
+            settings = {"activation": "tanh", "hidden": args.hidden, "target": args.target}
             if overrides:
                 settings["valley_tempering"] = overrides
             cell = Cell("defaults", "robot_arm", "default", "chaining", "chaining", seed, axes,
