@@ -50,6 +50,7 @@ import numpy as np
 
 from ...runtime.jax_runtime import jax, jnp, key_from_rng
 from .result import EvidenceEstimate
+from .valleys import symmetry_of
 
 CHUNK = 20  # outer steps per compiled call
 COORDINATES = ("noncentred", "centred", "reference", "collapsed")
@@ -190,7 +191,7 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
     iterations are not used. None when the search found no valley."""
     from . import valley_tempering as vt
 
-    symmetry = getattr(target, "symmetry", None)
+    symmetry = symmetry_of(target)
     tempered = settings.reference == "tempered"
     vts = vt.ValleyTemperingSettings(
         tail_dof=math.inf if tempered else settings.reference_dof,
@@ -232,7 +233,7 @@ def reference_space(target, settings: NestedSettings, rng, log=None) -> Space | 
 
 def _canonical(target):
     """The canonical form of the hidden units' symmetries, for a target that has them."""
-    symmetry = getattr(target, "symmetry", None)
+    symmetry = symmetry_of(target)
     return None if symmetry is None else symmetry.canonical
 
 
