@@ -4,6 +4,31 @@ import os
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
+
+def _own_compilation_cache() -> None:
+    """Each test process (each xdist worker, and the subprocesses its tests start) compiles
+    into a fresh JAX cache directory of its own, removed at exit, unless
+    ``BNNSWEEP_JAX_CACHE`` is set. Two CI runs lost a worker to a segmentation fault inside
+    JAX's cache read (``backend.deserialize_executable``) while both workers shared
+    ``~/.cache/bnnsweep/jax``, and pytest-xdist then hung under ``--dist loadfile``
+    (pytest-dev/pytest-xdist#784, #1323) until CI's time ran out. Thirteen single-process
+    runs of the same files on a warm shared cache loaded every entry without one. A cache
+    per worker keeps what the cache buys the tests (a subprocess loads the programs its
+    parent compiled) and removes the sharing; nothing is read from an earlier session."""
+    if "BNNSWEEP_JAX_CACHE" in os.environ:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = tempfile.mkdtemp(prefix=f"bnnsweep-jax-{worker}-")
+    os.environ["BNNSWEEP_JAX_CACHE"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+
+
+_own_compilation_cache()
+
 import pytest  # noqa: E402
 
 
