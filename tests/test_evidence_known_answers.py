@@ -24,6 +24,7 @@ from bnnsweep.engines.evidence import (
     known_answers,
     nested,
     tempering,
+    valley_smc,
     valley_tempering,
     valleys,
 )
@@ -127,8 +128,19 @@ def _valley_tempering(problem, seed):
     return valley_tempering.estimate(problem.target, VALLEY_TEMPERING, _rng(problem, seed, 4))
 
 
+# the same search (128 starts), valleys weighted equally; 8 runs of 128 particles
+VALLEY_SMC = valley_smc.ValleySMCSettings(
+    particles=128, runs=8, search={"starts": 128, "pilot_samples": 100}
+)
+
+
+def _valley_smc(problem, seed):
+    return valley_smc.estimate(problem.target, VALLEY_SMC, _rng(problem, seed, 6))
+
+
 ESTIMATORS = {
     "valley_tempering": _valley_tempering,
+    "valley_smc": _valley_smc,
     "nested": _nested,
     "nested_reference": _nested_reference,
     "valleys": _valleys,

@@ -380,14 +380,13 @@ def path_functions(target):
     return energy, log_group, components, phi_prime
 
 
-def _programs(target, n_leapfrog: int):
-    """``run(carry, ladder, xs, consts, ref, adapt)``: compiled sweep over the iterations in
-    xs (cached on the target)."""
-    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
-    if n_leapfrog in cache:
-        return cache[n_leapfrog]
+def move_function(target, n_leapfrog: int):
+    """``move(key, u, k, lam, step, ref)`` -> (u, k, HMC acceptance probability, moved to
+    another valley, divergent): one sweep of the moves 1-3 of the module doc at one lambda,
+    each leaving p_lambda(u, k) invariant (JAX, one state; ``ref`` is ``Reference.arrays``).
+    Shared by the ladder here and by ``valley_smc``'s particles."""
     inside = in_domain(valley_search.symmetry_of(target))
-    energy, log_group, components, phi_prime = path_functions(target)
+    energy, log_group, components, _ = path_functions(target)
 
     def label_potential(ref, k, j, x, lam):
         """U_k(x) = -ln r(u, k) - ln |det L_j| + lambda phi'(u), u = c_j + L_j x: minus the log
@@ -406,7 +405,7 @@ def _programs(target, n_leapfrog: int):
         move."""
         return jax.nn.log_softmax(jnp.where(ref["is_prior"], -jnp.inf, log_r))
 
-    def move(key, u, k, lam, step, ref, consts):
+    def move(key, u, k, lam, step, ref):
         """Gibbs label; HMC in a valley's whitened coordinates (the label's own, or for the
         prior's label one drawn from q(j | u), with the Metropolis-Hastings factor
         q(j | u') / q(j | u): the prior's unit frame is far too wide where the posterior is);
@@ -450,8 +449,18 @@ def _programs(target, n_leapfrog: int):
         k = jnp.where(jump, k2, k)
         return u, k, accept_prob, moved_valley, ~jnp.isfinite(d_h)
 
-    moves = jax.vmap(jax.vmap(move, in_axes=(0, 0, 0, 0, 0, None, None)),
-                     in_axes=(0, 0, 0, None, 0, None, None))  # fmt: skip
+    return move
+
+
+def _programs(target, n_leapfrog: int):
+    """``run(carry, ladder, xs, consts, ref, adapt)``: compiled sweep over the iterations in
+    xs (cached on the target)."""
+    cache = target.__dict__.setdefault("_valley_tempering_programs", {})
+    if n_leapfrog in cache:
+        return cache[n_leapfrog]
+    phi_prime = path_functions(target)[3]
+    moves = jax.vmap(jax.vmap(move_function(target, n_leapfrog), in_axes=(0, 0, 0, 0, 0, None)),
+                     in_axes=(0, 0, 0, None, 0, None))  # fmt: skip
     phi_all = jax.vmap(jax.vmap(phi_prime, in_axes=(None, 0)), in_axes=(None, 0))
 
     def body(carry, x, ladder, consts, ref, adapt):
@@ -460,8 +469,7 @@ def _programs(target, n_leapfrog: int):
         R, L = labels.shape
         k_move, k_swap = jax.random.split(jax.random.fold_in(key, it))
         keys = jax.random.split(k_move, (R, L - 1))
-        up, kp, acc, jumped, divergent = moves(keys, u[:, 1:], k[:, 1:], ladder[1:], step, ref,
-                                               consts)  # fmt: skip
+        up, kp, acc, jumped, divergent = moves(keys, u[:, 1:], k[:, 1:], ladder[1:], step, ref)
         u = jnp.concatenate([u0[:, None], up], axis=1)
         k = jnp.concatenate([k0[:, None], kp], axis=1)
         phi = phi_all(ref, u)

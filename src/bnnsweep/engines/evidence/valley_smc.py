@@ -1,0 +1,295 @@
+"""Sequential Monte Carlo from the valleys' reference: ln p(D) along the path of
+``valley_tempering`` by resample-move instead of a ladder of exchanging chains, a second
+estimator that shares the reference family with it but no chain, no ladder and no
+adaptation to the posterior's occupancy.
+
+The path is ``valley_tempering``'s: p_lambda(u, k) propto r(u, k) exp(-lambda phi'(u)) from
+the reference restricted to one image C of the hidden units' symmetries (Z(0) = P) to the
+folded posterior (Z(1) = p(D)). The reference is built from the search alone (valleys by
+many starts, their pilot chains' moment-matched Gaussians, the prior as a defensive
+component) with every valley weighted equally: any normalised reference gives the same
+answer, and equal weights start every valley found with particles whatever its Laplace
+mass, which is nats off.
+
+N particles per run start as exact draws of r on C. Stage t goes from lambda_t to
+lambda_t+1, chosen by bisection so that the incremental weights w_i = exp(-(lambda_t+1 -
+lambda_t) phi'(u_i)) keep an effective sample size of ``ess_target`` N in every run (one
+ladder for all runs, so that they run in one batch); then
+
+    ln Z(lambda_t+1) - ln Z(lambda_t) ~ ln mean_i w_i,
+
+the particles are resampled by their weights (systematic) and moved by ``moves`` sweeps of
+the tempering's invariant kernel at lambda_t+1 (``valley_tempering.move_function``: label
+Gibbs, HMC in a valley's whitened coordinates, valley jumps), the HMC step adapted between
+stages towards ``target_accept``. ln p(D) = ln P + sum_t ln mean_i w_i: the estimate of Z
+is unbiased for any reference and any invariant kernel (Del Moral, Doucet & Jasra 2006, sec.
+3.2), and resampling moves mass between valleys by their weights, so a valley the reference
+underweights gains particles as lambda grows without any chain crossing between valleys.
+
+Error. ``runs`` independent runs of N particles; ln p(D) = ln of the mean of their Z, its
+s.e. the runs' spread of ln Z over sqrt(runs) with ln P's added. ``not_converged`` when the
+runs' spread exceeds ``max_run_sd`` (the mean of Z is then carried by one run and its s.e.
+meaningless), when the ladder needs more than ``max_stages`` stages, or on the valley
+search's coverage check (valleys first found by the last starts holding mass). The final
+particles are equally weighted posterior draws (in C).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from ...runtime.jax_runtime import SAMPLER_COMPILER_OPTIONS, jax, jnp, key_from_rng
+from . import valley_tempering as vt
+from . import valleys as valley_search
+from .result import EvidenceEstimate
+
+
+@dataclass(frozen=True)
+class ValleySMCSettings:
+    """The valley search (``search``: overrides of ``valleys.ValleySettings`` under
+    ``valley_tempering.SEARCH_DEFAULTS``) and the SMC protocol."""
+
+    particles: int = 256  # per run
+    runs: int = 8
+    moves: int = 5  # sweeps of the invariant kernel per stage
+    leapfrog: int = 10
+    step_size: float = 0.5  # initial HMC step in whitened coordinates (adapted per stage)
+    target_accept: float = 0.8
+    ess_target: float = 0.5  # share of N the incremental weights' ESS keeps
+    max_stages: int = 2000
+    max_components: int = 48
+    prior_share: float = 0.05
+    tail_dof: float = math.inf
+    fold_draws: int = 20000
+    max_run_sd: float = 1.0
+    search: dict = field(default_factory=dict)
+
+    def tempering_settings(self) -> vt.ValleyTemperingSettings:
+        """The ``valley_tempering`` settings whose ``search`` builds the reference."""
+        return vt.ValleyTemperingSettings(
+            max_components=self.max_components, prior_share=self.prior_share,
+            tail_dof=self.tail_dof, fold_draws=self.fold_draws, search=dict(self.search),
+        )  # fmt: skip
+
+    def validate(self) -> None:
+        for key in ("particles", "moves", "leapfrog", "max_stages", "max_components"):
+            if int(getattr(self, key)) < 1:
+                raise ValueError(f"valley SMC setting {key!r} must be >= 1")
+        if int(self.runs) < 2:
+            raise ValueError("valley SMC setting 'runs' must be >= 2 (the s.e. is their spread)")
+        if not 0 < self.ess_target < 1:
+            raise ValueError("valley SMC setting 'ess_target' must be in (0, 1)")
+        if not 0 < self.target_accept < 1 or not self.step_size > 0:
+            raise ValueError("valley SMC settings 'target_accept' in (0, 1), 'step_size' > 0")
+        if not self.max_run_sd > 0:
+            raise ValueError("valley SMC setting 'max_run_sd' must be > 0")
+        self.tempering_settings().validate()
+
+
+def cost(settings: ValleySMCSettings, stages: int) -> tuple[float, int]:
+    """(gradient-equivalents of ``stages`` stages, batch): per particle and stage, ``moves``
+    sweeps of ``leapfrog`` + 1 gradients and two evaluations for the jump, and one for the
+    incremental weight."""
+    s = settings
+    batch = s.particles * s.runs
+    return float(stages * batch * (s.moves * (s.leapfrog + 3) + 1)), batch
+
+
+def next_lambda(phi: np.ndarray, lam: float, ess_target: float) -> float:
+    """The largest lambda' in (lam, 1] whose incremental weights exp(-(lambda' - lam) phi)
+    keep an ESS of at least ``ess_target`` times the particles in every run (phi: (R, N));
+    bisection on the step (the ESS falls as the step grows)."""
+
+    def worst_ess(step):
+        log_w = np.where(np.isfinite(phi), -step * phi, -np.inf)
+        log_w = log_w - log_w.max(axis=1, keepdims=True)
+        w = np.exp(log_w)
+        return float(np.min(w.sum(axis=1) ** 2 / np.sum(w**2, axis=1) / phi.shape[1]))
+
+    if worst_ess(1.0 - lam) >= ess_target:
+        return 1.0
+    lo, hi = 0.0, 1.0 - lam
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if worst_ess(mid) >= ess_target else (lo, mid)
+    return lam + max(lo, 1e-12)
+
+
+def systematic_resample(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices (R, N) drawn by systematic resampling within each run from weights exp(log_w)
+    (R, N): each particle kept floor or ceil of N w_i times."""
+    R, N = log_w.shape
+    w = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+    cdf = np.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
+    points = (rng.uniform(size=(R, 1)) + np.arange(N)[None]) / N
+    return np.minimum(np.stack([np.searchsorted(c, p) for c, p in zip(cdf, points, strict=True)]),
+                      N - 1)  # fmt: skip
+
+
+def _programs(target, settings: ValleySMCSettings):
+    """(``phi(ref, u)`` over particles, ``mutate(key, u, k, lam, step, ref)``: ``moves``
+    sweeps of every particle), compiled once per target and protocol."""
+    cache = target.__dict__.setdefault("_valley_smc_programs", {})
+    key = (int(settings.moves), int(settings.leapfrog))
+    if key in cache:
+        return cache[key]
+    phi_prime = vt.path_functions(target)[3]
+    move = jax.vmap(vt.move_function(target, int(settings.leapfrog)),
+                    in_axes=(0, 0, 0, None, None, None))  # fmt: skip
+
+    @partial(jax.jit, compiler_options=SAMPLER_COMPILER_OPTIONS)
+    def mutate(key, u, k, lam, step, ref):
+        def sweep(carry, key_t):
+            u, k = carry
+            u, k, acc, jumped, divergent = move(jax.random.split(key_t, u.shape[0]), u, k, lam,
+                                                step, ref)  # fmt: skip
+            return (u, k), (acc.mean(), jumped.mean(), divergent.mean())
+
+        (u, k), (acc, jumped, divergent) = jax.lax.scan(
+            sweep, (u, k), jax.random.split(key, settings.moves)
+        )
+        return u, k, acc.mean(), jumped.mean(), divergent.mean()
+
+    phi = jax.jit(jax.vmap(phi_prime, in_axes=(None, 0)))
+    cache[key] = (phi, mutate)
+    return cache[key]
+
+
+@dataclass
+class ValleySMCRun:
+    log_z_runs: np.ndarray  # (R,) ln Z of each run, ln P excluded
+    ladder: np.ndarray  # (T + 1,) lambda_0 = 0 .. 1
+    acceptance: np.ndarray  # (T,) mean HMC acceptance at each stage
+    jumps: np.ndarray  # (T,) share of valley jumps accepted to another valley
+    step_size: np.ndarray  # (T,)
+    reference: vt.Reference
+    log_fold: float
+    log_fold_se: float
+    particles: np.ndarray  # (R, N, D) the final particles, equally weighted posterior draws
+    labels: np.ndarray  # (R, N) their components (indices of the reference's)
+    n_grad_evals: int
+
+
+def run_valley_smc(
+    target, reference: vt.Reference, settings: ValleySMCSettings, rng, log=None
+) -> ValleySMCRun:
+    """The resample-move run of the module doc from ``reference`` (its weights as given)."""
+    s = settings
+    symmetry = valley_search.symmetry_of(target)
+    R, N = int(s.runs), int(s.particles)
+    phi_program, mutate = _programs(target, s)
+    u, k = vt.sample_reference(symmetry, reference, R * N, rng, target.sample_prior)
+    u, k = jnp.asarray(u), jnp.asarray(k)
+    arrays = reference.arrays()
+    key = key_from_rng(rng)
+    lam, step, log_z = 0.0, float(s.step_size), np.zeros(R)
+    ladder, acceptance, jumps, steps = [0.0], [], [], []
+    while lam < 1.0 and len(ladder) <= s.max_stages:
+        phi = np.asarray(phi_program(arrays, u)).reshape(R, N)
+        new = next_lambda(phi, lam, s.ess_target)
+        log_w = np.where(np.isfinite(phi), -(new - lam) * phi, -np.inf)
+        top = log_w.max(axis=1, keepdims=True)
+        log_z += top[:, 0] + np.log(np.mean(np.exp(log_w - top), axis=1))
+        pick = systematic_resample(log_w, rng) + (np.arange(R) * N)[:, None]
+        u, k = u[pick.ravel()], k[pick.ravel()]
+        key, sub = jax.random.split(key)
+        u, k, acc, jumped, _ = mutate(sub, u, k, new, step, arrays)
+        acc, jumped = float(acc), float(jumped)
+        lam = new
+        ladder.append(lam)
+        acceptance.append(acc)
+        jumps.append(jumped)
+        steps.append(step)
+        # the next stage's step from this one's acceptance (Robbins-Monro in ln step)
+        step *= math.exp(np.clip(2.0 * (acc - s.target_accept), -0.7, 0.7))
+        if log is not None and len(ladder) % 20 == 0:
+            log(f"  valley SMC stage {len(ladder) - 1}: lambda {lam:.4g}, acceptance "
+                f"{acc:.2f}, step {steps[-1]:.3g}, ln Z so far {np.mean(log_z):.2f}")  # fmt: skip
+    p, p_se, _ = vt.fold_probability(symmetry, reference, s.fold_draws, rng)
+    stages = len(ladder) - 1
+    return ValleySMCRun(
+        log_z, np.asarray(ladder), np.asarray(acceptance), np.asarray(jumps),
+        np.asarray(steps), reference, math.log(p) if p > 0 else -math.inf, p_se,
+        np.asarray(u).reshape(R, N, -1), np.asarray(k).reshape(R, N),
+        int(cost(s, stages)[0]),
+    )  # fmt: skip
+
+
+def estimate_from_run(res: ValleySMCRun, settings: ValleySMCSettings) -> EvidenceEstimate:
+    """ln p(D) = ln P + ln mean_r Z_r; s.e. sd_r(ln Z_r) / sqrt(R) with ln P's (module doc)."""
+    values = res.log_z_runs
+    R = len(values)
+    top = values.max()
+    log_z = float(top + np.log(np.mean(np.exp(values - top))) + res.log_fold)
+    spread = float(np.std(values, ddof=1))
+    out = EvidenceEstimate(
+        log_z, math.hypot(spread / math.sqrt(R), res.log_fold_se), res.n_grad_evals,
+        diagnostics={
+            "log_z_runs": values + res.log_fold, "run_sd": spread, "stages": len(res.ladder) - 1,
+            "ladder": res.ladder, "acceptance_min": float(np.min(res.acceptance, initial=1.0)),
+            "log_fold": res.log_fold, "log_fold_se": res.log_fold_se,
+        },
+    )  # fmt: skip
+    if res.ladder[-1] < 1.0:
+        out.flag("not_converged", f"the ladder stopped at lambda {res.ladder[-1]:.3g} after "
+                 f"{settings.max_stages} stages (raise max_stages or particles)")  # fmt: skip
+    if not np.all(np.isfinite(values)):
+        out.flag("diverged", "a run's ln Z is not finite")
+    elif spread > settings.max_run_sd:
+        out.flag("not_converged", f"the {R} runs' ln Z spread by s.d. {spread:.2f} > "
+                 f"{settings.max_run_sd:g} nats: their mean is carried by one run")  # fmt: skip
+    return out
+
+
+def estimate_and_run(
+    target, settings: ValleySMCSettings, rng: np.random.Generator, log=None
+) -> tuple[EvidenceEstimate, ValleySMCRun | None]:
+    """The valley search (``valley_tempering.search``), the reference with equal valley
+    weights, the SMC run and its estimate with the search's coverage check."""
+    settings.validate()
+    started = time.process_time()
+    vts = settings.tempering_settings()
+    ref, found, n_search = vt.search(target, vts, rng, log=log)
+    if ref is None:
+        out = EvidenceEstimate(float("nan"), float("nan"), n_search)
+        out.flag("diverged", "no minimum passed the gradient and Hessian checks")
+        return out, None
+    valley = ref.valleys >= 0
+    even = np.where(valley, (1.0 - settings.prior_share) / valley.sum(), settings.prior_share)
+    ref = ref.with_weights(np.log(even))
+    res = run_valley_smc(target, ref, settings, rng, log=log)
+    out = estimate_from_run(res, settings)
+    out.n_grad_evals += n_search
+    vs = vts.search_settings()
+    labels = ref.valleys[res.labels.ravel()]
+    occupancy = np.bincount(labels[labels >= 0], minlength=len(found)) / labels.size
+    cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
+    new = np.array([v.first_hit >= cut for v in found])
+    new_share = float(occupancy[new].sum())
+    out.diagnostics.update(
+        cpu_seconds=time.process_time() - started, n_components=len(found),
+        top_occupancy=occupancy, prior_occupancy=float(np.mean(labels < 0)),
+        n_new_valleys=int(new.sum()), new_valley_share=new_share,
+        group_order=valley_search.group_order(valley_search.symmetry_of(target)),
+    )  # fmt: skip
+    if new_share > vs.max_new_share:
+        out.flag(
+            "not_converged",
+            f"{int(new.sum())} valleys first found by the last {vs.coverage_fraction:.0%} of "
+            f"the starts hold {new_share:.1%} of the posterior: more starts would find more",
+        )
+    if log is not None:
+        runs = ", ".join(f"{z:.2f}" for z in out.diagnostics["log_z_runs"])
+        log(f"valley SMC: ln p(D) = {out.log_z:.3f} +- {out.log_z_se:.3f} over "
+            f"{out.diagnostics['stages']} stages, runs {runs}")  # fmt: skip
+    return out, res
+
+
+def estimate(target, settings: ValleySMCSettings, rng, log=None) -> EvidenceEstimate:
+    """ln p(D) by SMC from the valleys' reference (module doc)."""
+    return estimate_and_run(target, settings, rng, log=log)[0]
