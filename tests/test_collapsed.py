@@ -296,7 +296,7 @@ def test_chaining_target_collapsed_is_refused_where_it_does_not_apply():
     from bnnsweep.methods import get_method
 
     chaining = get_method("chaining")
-    with pytest.raises(SettingsError, match="estimator 'valley_tempering' only, not 'nested'"):
+    with pytest.raises(SettingsError, match="valley_tempering, valley_smc only, not 'nested'"):
         chaining.settings({"target": "collapsed", "estimator": "nested"})
     with pytest.raises(SettingsError, match="target 'collapsed'.*prior 'single'"):
         chaining.settings({"target": "collapsed", "prior": "single"})

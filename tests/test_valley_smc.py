@@ -1,0 +1,111 @@
+"""``valley_smc``: resample-move SMC from the valleys' reference (``engines.evidence.
+valley_smc``). Its evidence on the known-answer problems is in
+``tests/test_evidence_known_answers.py`` (row ``valley_smc``); here its parts: the adaptive
+step, the resampling, the run's error against the spread over seeds, and the chaining cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnnsweep.engines.evidence import known_answers
+from bnnsweep.engines.evidence import valley_smc as smc
+
+
+def _ess(log_w: np.ndarray) -> float:
+    w = np.exp(log_w - log_w.max())
+    return float(w.sum() ** 2 / np.sum(w**2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_next_lambda_keeps_the_weights_ess_in_every_run(seed):
+    """The step returned leaves the worst run's ESS at the target (to the bisection's
+    precision) and a larger step would not; a flat phi goes straight to lambda = 1."""
+    rng = np.random.default_rng(seed)
+    phi = rng.gamma(2.0, 50.0, size=(4, 300)) * np.array([1.0, 2.0, 0.5, 1.0])[:, None]
+    lam = 0.1
+    new = smc.next_lambda(phi, lam, 0.5)
+    assert lam < new < 1.0
+    worst = min(_ess(-(new - lam) * p) for p in phi) / phi.shape[1]
+    assert worst == pytest.approx(0.5, abs=1e-6)
+    assert min(_ess(-1.01 * (new - lam) * p) for p in phi) / phi.shape[1] < 0.5
+    assert smc.next_lambda(np.ones((2, 10)), lam, 0.9) == 1.0
+
+
+def test_next_lambda_ignores_particles_of_zero_weight():
+    """phi = inf (outside the target's support) gives weight 0, not NaN."""
+    phi = np.array([[1.0, 2.0, np.inf, 3.0]])
+    new = smc.next_lambda(phi, 0.0, 0.5)
+    assert 0 < new <= 1.0 and np.isfinite(new)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_systematic_resampling_keeps_each_particle_floor_or_ceil_of_n_w_times(seed):
+    rng = np.random.default_rng(seed)
+    log_w = rng.normal(size=(3, 50)) * 2
+    log_w[1, :10] = -np.inf
+    idx = smc.systematic_resample(log_w, rng)
+    assert idx.shape == (3, 50)
+    for r in range(3):
+        w = np.exp(log_w[r] - log_w[r].max())
+        expected = 50 * w / w.sum()
+        counts = np.bincount(idx[r], minlength=50)
+        assert np.all(counts >= np.floor(expected) - 1e-9)
+        assert np.all(counts <= np.ceil(expected) + 1e-9)
+    assert not np.isin(np.arange(10), idx[1]).any()
+
+
+def test_reported_se_covers_the_spread_over_seeds():
+    """On the mixture with a first-order transition (exact ln Z), eight seeds of a small
+    protocol: the s.d. of ln Z over seeds within [1/2.5, 2.5] x the mean reported s.e., and
+    the mean within 3 s.e. of the mean of the truth."""
+    problem = known_answers.problem("mixture")
+    settings = smc.ValleySMCSettings(
+        particles=64, runs=4, search={"starts": 128, "pilot_samples": 100}
+    )
+    outs = [smc.estimate(problem.target, settings, np.random.default_rng([9, s])) for s in range(8)]
+    values = np.array([o.log_z for o in outs])
+    ses = np.array([o.log_z_se for o in outs])
+    ratio = values.std(ddof=1) / ses.mean()
+    assert 1 / 2.5 < ratio < 2.5, (values - problem.log_z, ses)
+    assert abs(values.mean() - problem.log_z) < 3 * ses.mean() / np.sqrt(len(values)) + 0.05
+
+
+def test_settings_reject_bad_values():
+    for bad in ({"runs": 1}, {"ess_target": 1.0}, {"particles": 0}, {"max_run_sd": 0.0}):
+        with pytest.raises(ValueError):
+            smc.ValleySMCSettings(**bad).validate()
+
+
+def test_chaining_with_the_valley_smc_estimator_fits_a_cell():
+    """``chaining`` with ``estimator: valley_smc`` on the robot arm at H = 1, the target
+    collapsed by the default ``target: auto``: ln p(D) within 0.5 nat of importance
+    sampling's -514.510 (docs/evidence.md), finite predictions, each run's estimate stored."""
+    from bnnsweep import datasets
+    from bnnsweep.methods import get_method
+
+    method = get_method("chaining")
+    settings = method.settings(
+        {"hidden": 1, "activation": "tanh", "estimator": "valley_smc",
+         "valley_smc": {"particles": 64, "runs": 4, "search": {"starts": 8, "pilot_samples": 40}}}
+    )  # fmt: skip
+    assert settings.resolved_target() == "collapsed"
+    split = datasets.load("robot_arm").split("default")
+    result = method.fit(split, settings, np.random.default_rng(0), log=lambda *_: None)
+    assert abs(result.log_evidence - (-514.510)) < 0.5, result.log_evidence
+    assert 0 < result.log_evidence_se < 0.5
+    assert np.all(np.isfinite(result.pred_mean)) and np.all(result.pred_var > 0)
+    assert len(result.traces["smc_run_log_evidence"][1]) == 4
+    assert result.traces["link_lambda"][1][-1] == 1.0
+
+
+def test_target_auto_collapses_where_the_model_and_estimator_allow():
+    from bnnsweep.methods import get_method
+
+    chaining = get_method("chaining")
+    assert chaining.settings({}).resolved_target() == "collapsed"
+    assert chaining.settings({"estimator": "valley_smc"}).resolved_target() == "collapsed"
+    assert chaining.settings({"hidden": 0}).resolved_target() == "full"
+    assert chaining.settings({"prior": "single"}).resolved_target() == "full"
+    assert chaining.settings({"estimator": "tempering"}).resolved_target() == "full"
+    assert chaining.settings({"target": "full"}).resolved_target() == "full"
