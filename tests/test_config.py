@@ -167,3 +167,40 @@ def test_a_bad_axis_value_is_named_with_what_the_axis_takes(axis, value, words):
         validate(bad)
     assert f"experiments.exp.methods.chaining.{axis}" in str(err.value)
     assert words in str(err.value)
+
+
+def _readme_table_row(key: str) -> list[str]:
+    """The cells of the row of config/README.md's key tables that starts with ``key``."""
+    text = open("config/README.md", encoding="utf-8").read()
+    (line,) = [line for line in text.splitlines() if line.startswith(f"| {key} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_readme_lists_every_figure_kind_of_the_schema():
+    """config/README.md's `figures` row names the schema's figure kinds, in its order."""
+    import re
+
+    from bnnsweep.sweeps.config import schema
+
+    kinds = schema()["$defs"]["experiment"]["properties"]["figures"]["items"]["enum"]
+    assert re.findall(r"`(\w+)`", _readme_table_row("`figures`")[2]) == kinds
+
+
+def test_readme_shipped_config_cell_counts_are_the_configs():
+    """The cell counts of config/README.md's "Shipped configs" table are ``expand``'s."""
+    import re
+
+    text = open("config/README.md", encoding="utf-8").read()
+    table = text.split("## Shipped configs", 1)[1].split("\n\n", 2)[1]
+    quoted = {}
+    for line in table.splitlines()[2:]:
+        names, _, cells = (c.strip() for c in line.strip("|").split("|"))
+        configs = re.findall(r"`(\w+\.yaml)`", names)
+        if not cells:
+            continue
+        pairs = re.findall(r"`(\w+\.yaml)`: (\d+)", cells)
+        counts = pairs or list(zip(configs, re.findall(r"\d+", cells), strict=True))
+        quoted.update({name: int(count) for name, count in counts})
+    assert len(quoted) >= 8
+    for name, count in quoted.items():
+        assert len(expand(load(f"config/{name}"))) == count, name
