@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="valley_tempering settings over the defaults (e.g. tail_dof=3)")  # fmt: skip
-    parser.add_argument("--target", default="full", choices=("full", "collapsed"))
+    parser.add_argument("--target", default="auto", choices=("auto", "full", "collapsed"))
     args = parser.parse_args()
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     rows = []

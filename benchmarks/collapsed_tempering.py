@@ -49,6 +49,10 @@ def main() -> None:
               f"min {d['swap_accept_min']:.2f} | valleys {d['n_components']} (kept "
               f"{d['n_kept_components']}) | {time.process_time() - started:.0f} s CPU",
               flush=True)  # fmt: skip
+        order = np.argsort(-d["top_occupancy"])[:8]
+        print(f"  heaviest valleys' lambda = 1 occupancy {np.round(d['top_occupancy'][order], 3)}"
+              f", starts that found each {d['top_hits'][order]}; share of single-start "
+              f"valleys {d['singleton_share']:.3f}", flush=True)  # fmt: skip
         if res is None:
             continue
         for dof in (np.inf, 3.0):

@@ -52,7 +52,9 @@ def main() -> None:
               f"{out.log_z_se:.3f} {out.status} {out.reason} | runs {runs} | stages "
               f"{d['stages']} | acceptance min {d['acceptance_min']:.2f} | valleys "
               f"{d['n_components']}, new {d['n_new_valleys']} holding "
-              f"{d['new_valley_share']:.1%} | prior's label {d['prior_occupancy']:.2f} | "
+              f"{d['new_valley_share']:.1%}, single-start {d['singleton_share']:.1%} | "
+              f"passes {' '.join(f'{z:.2f}' for z in d['log_z_passes'])} | "
+              f"prior's label {d['prior_occupancy']:.2f} | "
               f"{out.n_grad_evals / 1e6:.1f} M gradients | {time.process_time() - started:.0f} s CPU",
               flush=True)  # fmt: skip
     if len(values) > 1:

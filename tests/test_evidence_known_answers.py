@@ -128,10 +128,9 @@ def _valley_tempering(problem, seed):
     return valley_tempering.estimate(problem.target, VALLEY_TEMPERING, _rng(problem, seed, 4))
 
 
-# the same search (128 starts), valleys weighted equally; 8 runs of 128 particles
-VALLEY_SMC = valley_smc.ValleySMCSettings(
-    particles=128, runs=8, search={"starts": 128, "pilot_samples": 100}
-)
+# the same search (128 starts); the default 8 runs of 256 particles, 2 refitting passes (with
+# 128 particles the mixture came out -0.13 and -0.14 in two seeds at 2.7 and 3.0 s.e.)
+VALLEY_SMC = valley_smc.ValleySMCSettings(search={"starts": 128, "pilot_samples": 100})
 
 
 def _valley_smc(problem, seed):

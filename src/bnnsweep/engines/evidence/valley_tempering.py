@@ -502,7 +502,7 @@ class ValleyTemperingRun:
     top_labels: np.ndarray  # (S, R) the lambda = 1 rung's valley labels
 
 
-def _adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
+def adapted_weights(ref: Reference, occupancy: np.ndarray, s) -> np.ndarray:
     """The valleys' weights from their lambda = 1 occupancy, ``weight_floor`` spread evenly
     over them; the prior's component keeps its ``prior_share``."""
     valley = ref.valleys >= 0
@@ -609,7 +609,7 @@ def run_valley_tempering(
         labels_k = rec[6][half:]  # (T, R, L)
         occupancy = np.bincount(labels_k[..., -1].ravel(), minlength=K) / labels_k[..., -1].size
         prior_label = float(occupancy[reference.valleys < 0].sum())
-        reference = reference.with_weights(np.log(_adapted_weights(reference, occupancy, s)))
+        reference = reference.with_weights(np.log(adapted_weights(reference, occupancy, s)))
         if s.refit and r < len(lengths) - 1:  # the last round runs on the final reference
             top = rec[7][half:]
             reference = refit_components(symmetry, reference, top.reshape(-1, top.shape[-1]), s)
@@ -833,6 +833,10 @@ def _one_search(target, settings: ValleyTemperingSettings, rng, log=None):
     new = np.array([v.first_hit >= cut for v in found])
     n_new, new_share = int(new.sum()), float(occupancy[new].sum())
     out.diagnostics.update(
+        # the posterior share of valleys that a single start found (Good-Turing: valleys as
+        # heavy may lie where no start went)
+        singleton_share=float(occupancy[[len(v.hits) == 1 for v in found]].sum()),
+        top_hits=np.array([len(v.hits) for v in found]),
         cpu_seconds=time.process_time() - started,
         log_fold=res.log_fold,
         log_fold_se=res.log_fold_se,
