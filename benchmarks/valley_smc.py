@@ -50,7 +50,7 @@ def main() -> None:
         runs = " ".join(f"{z:.2f}" for z in d["log_z_runs"])
         print(f"H = {args.hidden} {args.target} seed {seed}: {out.log_z:.3f} +- "
               f"{out.log_z_se:.3f} {out.status} {out.reason} | runs {runs} | stages "
-              f"{d['stages']} | acceptance min {d['acceptance_min']:.2f} | valleys "
+              f"{d['stages']} ({d['stages_all_passes']} in all passes) | acceptance min {d['acceptance_min']:.2f} | valleys "
               f"{d['n_components']}, new {d['n_new_valleys']} holding "
               f"{d['new_valley_share']:.1%}, single-start {d['singleton_share']:.1%} | "
               f"passes {' '.join(f'{z:.2f}' for z in d['log_z_passes'])} | "

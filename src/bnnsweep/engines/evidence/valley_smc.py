@@ -276,10 +276,11 @@ def estimate_and_run(
     even = np.where(valley, (1.0 - settings.prior_share) / valley.sum(), settings.prior_share)
     ref = ref.with_weights(np.log(even))
     symmetry = valley_search.symmetry_of(target)
-    spent, passes = n_search, []
+    spent, passes, stages = n_search, [], 0
     for _ in range(int(settings.refits)):
         res = run_valley_smc(target, ref, settings, rng, log=log)
         spent += res.n_grad_evals
+        stages += len(res.ladder) - 1
         passes.append(float(estimate_from_run(res, settings).log_z))
         states = res.particles.reshape(-1, res.particles.shape[-1])
         labels = res.labels.ravel()
@@ -290,6 +291,7 @@ def estimate_and_run(
     out = estimate_from_run(res, settings)
     out.n_grad_evals += spent
     out.diagnostics["log_z_passes"] = np.asarray(passes + [out.log_z])
+    out.diagnostics["stages_all_passes"] = stages + len(res.ladder) - 1
     vs = vts.search_settings()
     labels = ref.valleys[res.labels.ravel()]
     occupancy = np.bincount(labels[labels >= 0], minlength=len(found)) / labels.size
