@@ -109,3 +109,26 @@ def test_target_auto_collapses_where_the_model_and_estimator_allow():
     assert chaining.settings({"prior": "single"}).resolved_target() == "full"
     assert chaining.settings({"estimator": "tempering"}).resolved_target() == "full"
     assert chaining.settings({"target": "full"}).resolved_target() == "full"
+
+
+@pytest.mark.parametrize(("shift", "flagged"), [(0.0, False), (2.0, True)])
+def test_a_last_pass_that_moves_the_answer_is_not_converged(monkeypatch, shift, flagged):
+    """Each pass's runs give ln Z raised by ``shift`` over the pass before (a reference that
+    keeps improving): a shift of 2 nats with runs of s.d. 0.1 is flagged, none is not."""
+    problem = known_answers.problem("linear_gaussian")
+    real = smc.run_valley_smc
+    calls = []
+
+    def fake(target, reference, settings, rng, log=None):
+        res = real(target, reference, settings, rng, log)
+        res.log_z_runs = 0.1 * np.random.default_rng(len(calls)).standard_normal(settings.runs)
+        res.log_z_runs += shift * len(calls)
+        calls.append(1)
+        return res
+
+    monkeypatch.setattr(smc, "run_valley_smc", fake)
+    settings = smc.ValleySMCSettings(particles=32, runs=4, search={"starts": 8})
+    out = smc.estimate(problem.target, settings, np.random.default_rng(0))
+    assert len(calls) == settings.refits + 1
+    assert (out.status == "not_converged") == flagged, out.reason
+    assert out.diagnostics["log_z_pass_gap"] == pytest.approx(shift, abs=0.3)

@@ -33,7 +33,9 @@ underweights gains particles as lambda grows without any chain crossing between 
 Error. ``runs`` independent runs of N particles; ln p(D) = ln of the mean of their Z, its
 s.e. the runs' spread of ln Z over sqrt(runs) with ln P's added. ``not_converged`` when the
 runs' spread exceeds ``max_run_sd`` (the mean of Z is then carried by one run and its s.e.
-meaningless), when the ladder needs more than ``max_stages`` stages, or on the valley
+meaningless), when the last pass and the one before it differ by more than ``max_pass_gap``
+combined s.e. (the reference, refitted once more, still changes the answer), when the
+ladder needs more than ``max_stages`` stages, or on the valley
 search's coverage check (valleys first found by the last starts holding mass). The final
 particles are equally weighted posterior draws (in C).
 """
@@ -71,6 +73,7 @@ class ValleySMCSettings:
     tail_dof: float = math.inf
     fold_draws: int = 20000
     max_run_sd: float = 1.0
+    max_pass_gap: float = 3.0  # combined s.e. between the last two passes' estimates
     # passes before the one that is kept: after each, every valley's component is refitted
     # to the final particles nearest it (``valley_tempering.refit_components``: moved and
     # widened, never narrowed) and the weights set to their occupancy (with the tempering's
@@ -99,8 +102,8 @@ class ValleySMCSettings:
             raise ValueError("valley SMC setting 'ess_target' must be in (0, 1)")
         if not 0 < self.target_accept < 1 or not self.step_size > 0:
             raise ValueError("valley SMC settings 'target_accept' in (0, 1), 'step_size' > 0")
-        if not self.max_run_sd > 0:
-            raise ValueError("valley SMC setting 'max_run_sd' must be > 0")
+        if not self.max_run_sd > 0 or not self.max_pass_gap > 0:
+            raise ValueError("valley SMC settings 'max_run_sd', 'max_pass_gap' must be > 0")
         self.tempering_settings().validate()
 
 
@@ -281,7 +284,8 @@ def estimate_and_run(
         res = run_valley_smc(target, ref, settings, rng, log=log)
         spent += res.n_grad_evals
         stages += len(res.ladder) - 1
-        passes.append(float(estimate_from_run(res, settings).log_z))
+        previous = estimate_from_run(res, settings)
+        passes.append(float(previous.log_z))
         states = res.particles.reshape(-1, res.particles.shape[-1])
         labels = res.labels.ravel()
         occupancy = np.bincount(labels, minlength=len(ref.log_weights)) / labels.size
@@ -292,6 +296,17 @@ def estimate_and_run(
     out.n_grad_evals += spent
     out.diagnostics["log_z_passes"] = np.asarray(passes + [out.log_z])
     out.diagnostics["stages_all_passes"] = stages + len(res.ladder) - 1
+    if passes:
+        # the reference refitted once more changed the answer: it has not settled
+        gap = out.log_z - previous.log_z
+        gap_se = math.hypot(out.log_z_se, previous.log_z_se)
+        out.diagnostics.update(log_z_pass_gap=gap, log_z_pass_gap_se=gap_se)
+        if not abs(gap) <= settings.max_pass_gap * gap_se:
+            out.flag(
+                "not_converged",
+                f"the last pass gives ln p(D) {gap:+.2f} +- {gap_se:.2f} from the one before: "
+                "the refitted reference has not settled (raise refits or moves)",
+            )
     vs = vts.search_settings()
     labels = ref.valleys[res.labels.ravel()]
     occupancy = np.bincount(labels[labels >= 0], minlength=len(found)) / labels.size
