@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -34,10 +35,13 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=4)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--draws", type=int, default=1_000_000)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="valley_tempering settings over the defaults (e.g. samples=6400)")  # fmt: skip
     args = parser.parse_args()
+    overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     full, settings = robot_arm(args.hidden)
     target = CollapsedModel(full.objective, full.noise_prior)
-    protocol = settings.valley_tempering_settings()
+    protocol = replace(settings.valley_tempering_settings(), **overrides)
     for seed in args.seeds:
         started = time.process_time()
         rng = np.random.default_rng(seed)
