@@ -56,19 +56,18 @@ def test_systematic_resampling_keeps_each_particle_floor_or_ceil_of_n_w_times(se
 
 
 def test_reported_se_covers_the_spread_over_seeds():
-    """On the mixture with a first-order transition (exact ln Z), eight seeds of a small
-    protocol: the s.d. of ln Z over seeds within [1/2.5, 2.5] x the mean reported s.e., and
-    the mean within 3 s.e. of the mean of the truth."""
-    problem = known_answers.problem("mixture")
-    settings = smc.ValleySMCSettings(
-        particles=64, runs=4, search={"starts": 128, "pilot_samples": 100}
-    )
+    """On the Bayesian linear regression (exact ln Z), eight seeds of a small protocol: the
+    s.d. of ln Z over seeds within [1/2.5, 2.5] x the mean reported s.e., and the mean over
+    seeds within 3 s.e. of the truth (the suite's row covers the mixture, whose narrow mode
+    needs 128 starts)."""
+    problem = known_answers.problem("linear_gaussian")
+    settings = smc.ValleySMCSettings(particles=64, runs=4, refits=2, search={"starts": 16})
     outs = [smc.estimate(problem.target, settings, np.random.default_rng([9, s])) for s in range(8)]
     values = np.array([o.log_z for o in outs])
     ses = np.array([o.log_z_se for o in outs])
     ratio = values.std(ddof=1) / ses.mean()
     assert 1 / 2.5 < ratio < 2.5, (values - problem.log_z, ses)
-    assert abs(values.mean() - problem.log_z) < 3 * ses.mean() / np.sqrt(len(values)) + 0.05
+    assert abs(values.mean() - problem.log_z) < 3 * ses.mean() / np.sqrt(len(values)) + 0.02
 
 
 def test_settings_reject_bad_values():
