@@ -318,26 +318,11 @@ def estimate_and_run(
                 f"after {len(passes)} passes the last gives ln p(D) {gap:+.2f} +- {gap_se:.2f} "
                 "from the one before: the refitted reference has not settled (raise refits)",
             )
-    vs = vts.search_settings()
-    labels = ref.valleys[res.labels.ravel()]
-    occupancy = np.bincount(labels[labels >= 0], minlength=len(found)) / labels.size
-    cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
-    new = np.array([v.first_hit >= cut for v in found])
-    new_share = float(occupancy[new].sum())
+    vt.search_coverage(out, found, ref.valleys[res.labels.ravel()], vts.search_settings())
     out.diagnostics.update(
-        singleton_share=float(occupancy[[len(v.hits) == 1 for v in found]].sum()),
-        top_hits=np.array([len(v.hits) for v in found]),
         cpu_seconds=time.process_time() - started, n_components=len(found),
-        top_occupancy=occupancy, prior_occupancy=float(np.mean(labels < 0)),
-        n_new_valleys=int(new.sum()), new_valley_share=new_share,
         group_order=valley_search.group_order(symmetry),
     )  # fmt: skip
-    if new_share > vs.max_new_share:
-        out.flag(
-            "not_converged",
-            f"{int(new.sum())} valleys first found by the last {vs.coverage_fraction:.0%} of "
-            f"the starts hold {new_share:.1%} of the posterior: more starts would find more",
-        )
     if log is not None:
         runs = ", ".join(f"{z:.2f}" for z in out.diagnostics["log_z_runs"])
         log(f"valley SMC: ln p(D) = {out.log_z:.3f} +- {out.log_z_se:.3f} over "

@@ -825,38 +825,43 @@ def _one_search(target, settings: ValleyTemperingSettings, rng, log=None):
     out.n_grad_evals += n_search
     symmetry = valley_search.symmetry_of(target)
     vs = settings.search_settings()
-    # coverage: the posterior share (lambda = 1 occupancy) of valleys that only the last
-    # starts found; a large one says more starts would find more mass
     top = res.top_labels.ravel()
-    occupancy = np.bincount(top[top >= 0], minlength=len(found)) / top.size
-    cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
-    new = np.array([v.first_hit >= cut for v in found])
-    n_new, new_share = int(new.sum()), float(occupancy[new].sum())
+    search_coverage(out, found, top, vs)
     out.diagnostics.update(
-        # the posterior share of valleys that a single start found (Good-Turing: valleys as
-        # heavy may lie where no start went)
-        singleton_share=float(occupancy[[len(v.hits) == 1 for v in found]].sum()),
-        top_hits=np.array([len(v.hits) for v in found]),
         cpu_seconds=time.process_time() - started,
         log_fold=res.log_fold,
         log_fold_se=res.log_fold_se,
         fold_share=_per_valley(res.reference, res.fold_share, len(found), np.nan),
         n_components=len(found),
         n_kept_components=int(np.sum(res.reference.valleys >= 0)),
-        prior_occupancy=float(np.mean(top < 0)),
         reference_weights=_per_valley(
             res.reference, np.exp(res.reference.log_weights), len(found), 0.0
         ),
         jump_accept=res.jump_accept,
-        top_occupancy=occupancy,
-        n_new_valleys=n_new,
-        new_valley_share=new_share,
         group_order=valley_search.group_order(symmetry),
     )
+    return out, res
+
+
+def search_coverage(out: EvidenceEstimate, found, labels: np.ndarray, vs) -> None:
+    """The valley search's coverage from the posterior draws' valley labels (indices into
+    ``found``, -1 the prior's component): each valley's posterior share (``top_occupancy``),
+    the share of the valleys that only the last ``coverage_fraction`` of the starts found
+    (``new_valley_share``; above ``max_new_share`` the estimate is ``not_converged``: more
+    starts would find more mass) and of those a single start found (``singleton_share``,
+    Good-Turing: valleys as heavy may lie where no start went), the starts per valley."""
+    occupancy = np.bincount(labels[labels >= 0], minlength=len(found)) / labels.size
+    cut = vs.starts - max(1, int(round(vs.coverage_fraction * vs.starts)))
+    new = np.array([v.first_hit >= cut for v in found])
+    n_new, new_share = int(new.sum()), float(occupancy[new].sum())
+    out.diagnostics.update(
+        top_occupancy=occupancy, n_new_valleys=n_new, new_valley_share=new_share,
+        singleton_share=float(occupancy[[len(v.hits) == 1 for v in found]].sum()),
+        top_hits=np.array([len(v.hits) for v in found]), prior_occupancy=float(np.mean(labels < 0)),
+    )  # fmt: skip
     if new_share > vs.max_new_share:
         out.flag(
             "not_converged",
             f"{n_new} valleys first found by the last {vs.coverage_fraction:.0%} of the starts "
             f"hold {new_share:.1%} of the posterior: more starts would find more",
         )
-    return out, res
