@@ -84,6 +84,8 @@ class ValleySMCSettings:
     # the final particles outside every component, against 162.86 by tempering; H = 8, seed
     # 0, six passes of 10 moves: 474.73, 476.50, 478.08, 480.22, 481.56, 482.15)
     refits: int = 8
+    refit_prior: float = 50.0  # the tempering's: states that shrink a refit to the last fit
+    refit_inflate: float = 1.2
     settle_gap: float = 2.0
     settle_nats: float = 0.25
     search: dict = field(default_factory=dict)
@@ -93,6 +95,7 @@ class ValleySMCSettings:
         return vt.ValleyTemperingSettings(
             max_components=self.max_components, prior_share=self.prior_share,
             tail_dof=self.tail_dof, fold_draws=self.fold_draws, search=dict(self.search),
+            refit_prior=self.refit_prior, refit_inflate=self.refit_inflate,
         )  # fmt: skip
 
     def validate(self) -> None:
