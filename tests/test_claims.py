@@ -116,6 +116,11 @@ def test_verdicts():
     exact = Claim("p", "T", "q", 2.78, metric("x"), experiments=("e",), tolerance=0.005)
     assert outcome(verdict(exact, Ours(2.779, 0.0, 5, ("d",)), False)) == "reproduced"
     assert outcome(verdict(exact, Ours(1.089, 0.0, 5, ("d",)), False)) == "not reproduced"
+    # seeds ending in one optimum differ by the optimiser's tolerance: the same as equal
+    assert outcome(verdict(exact, Ours(2.779, 3e-8, 5, ("d",)), False)) == "reproduced"
+    assert verdict(claim, Ours(1.2, 3e-8, 5, ("d",)), False).startswith("every run the same")
+    assert outcome(verdict(claim, Ours(1.2, 3e-8, 5, ("d",)), False)) == "undecided"
+    assert outcome(verdict(claim, Ours(1.2, 1e-3, 5, ("d",)), False)) == "not reproduced"
 
 
 def test_metric_groups_by_axes_and_pools_on_request():
