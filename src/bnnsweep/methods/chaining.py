@@ -503,8 +503,11 @@ def fit_valley_smc(split: Split, settings: ChainingSettings, model: MarginalMode
         smc_stages=d["stages"], smc_run_sd=d["run_sd"], smc_acceptance_min=d["acceptance_min"],
         log_fold=d["log_fold"], n_valleys=d["n_components"], n_new_valleys=d["n_new_valleys"],
         new_valley_share=d["new_valley_share"], prior_occupancy=d["prior_occupancy"],
-        group_order=d["group_order"],
+        group_order=d["group_order"], smc_passes=len(d["log_z_passes"]),
     )  # fmt: skip
+    for key in ("log_z_importance", "log_z_importance_se", "importance_ess"):
+        if key in d:  # the importance check (``check_draws`` > 0)
+            result.diagnostics[f"smc_{key}"] = d[key]
     return result
 
 
