@@ -25,7 +25,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_evidence import robot_arm  # noqa: E402
 
 from bnnsweep.engines.evidence import valley_smc  # noqa: E402
+from bnnsweep.engines.evidence import valley_tempering as vt  # noqa: E402
 from bnnsweep.models.collapsed import CollapsedModel  # noqa: E402
+
+
+def tempering_line(target, settings, res, protocol, rng) -> str:
+    """``valley_tempering`` (``protocol``) from ``valley_smc.refitted(res)``."""
+    started = time.process_time()
+    reference = valley_smc.refitted(target, res, settings.tempering_settings())
+    run = vt.run_valley_tempering(target, reference, protocol, rng)
+    out = vt.estimate_from_valley_run(run, protocol)
+    d = out.diagnostics
+    return (f"  valley_tempering from the SMC's final reference: {out.log_z:.3f} +- "
+            f"{out.log_z_se:.3f} {out.status} {out.reason or ''} | TI {d['log_z_ti']:.2f} | "
+            f"round trips {np.min(d['round_trips']):.0f}-{np.max(d['round_trips']):.0f} | "
+            f"{time.process_time() - started:.0f} s CPU")  # fmt: skip
 
 
 def main() -> None:
@@ -35,9 +49,15 @@ def main() -> None:
     parser.add_argument("--target", default="collapsed", choices=("full", "collapsed"))
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
     parser.add_argument("--verbose", action="store_true", help="print the passes as they go")
+    parser.add_argument(
+        "--tempering", action="store_true",
+        help="then valley_tempering (chaining's protocol) from the SMC's final reference "
+        "refitted to its particles: the ladder's estimate on the reference the SMC ends with",
+    )  # fmt: skip
     args = parser.parse_args()
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
-    full, _ = robot_arm(args.hidden)
+    full, chaining_settings = robot_arm(args.hidden)
+    protocol = chaining_settings.valley_tempering_settings()
     target = full
     if args.target == "collapsed":
         target = CollapsedModel(full.objective, full.noise_prior)
@@ -46,7 +66,8 @@ def main() -> None:
     for seed in args.seeds:
         started = time.process_time()
         rng = np.random.default_rng([seed, 7])
-        out = valley_smc.estimate(target, settings, rng, log=print if args.verbose else None)
+        log = print if args.verbose else None
+        out, res = valley_smc.estimate_and_run(target, settings, rng, log=log)
         d = out.diagnostics
         values.append(out.log_z)
         ses.append(out.log_z_se)
@@ -62,6 +83,8 @@ def main() -> None:
               f"{d.get('log_z_importance_se', np.nan):.3f} (ESS {d.get('importance_ess', 0):.0f}) | "
               f"{out.n_grad_evals / 1e6:.1f} M gradients | {time.process_time() - started:.0f} s CPU",
               flush=True)  # fmt: skip
+        if args.tempering and res is not None:
+            print(tempering_line(target, settings, res, protocol, rng), flush=True)
     if len(values) > 1:
         print(f"mean {np.mean(values):.3f}, s.d. over seeds {np.std(values, ddof=1):.3f}, "
               f"mean reported s.e. {np.mean(ses):.3f}")  # fmt: skip
