@@ -71,7 +71,8 @@ def test_reported_se_covers_the_spread_over_seeds():
 
 
 def test_settings_reject_bad_values():
-    for bad in ({"runs": 1}, {"ess_target": 1.0}, {"particles": 0}, {"max_run_sd": 0.0}):
+    for bad in ({"runs": 1}, {"ess_target": 1.0}, {"particles": 0}, {"max_run_sd": 0.0},
+                {"check_draws": -1}, {"check_se": 0.0}, {"refit_prior": 0.0}):  # fmt: skip
         with pytest.raises(ValueError):
             smc.ValleySMCSettings(**bad).validate()
 
