@@ -81,3 +81,52 @@ from merged_fixtures import (  # noqa: E402, F401
     sbn_bars_merged,
     sbn_inference_merged,
 )
+
+
+class _CrashedWorkers:
+    """On the pytest-xdist controller: the tests whose worker died (a segmentation fault
+    inside jaxlib's compiler, 4 of 4 full runs on 2026-12-06, in a different test each time,
+    each passing when run again: docs/internals.md) and the tests that worker never ran
+    (``--max-worker-restart=0``), rerun once in a fresh process at the end. The run passes
+    only if every other test passed and the rerun passes; a test that fails by assertion is
+    never rerun."""
+
+    def __init__(self) -> None:
+        self.collected: set[str] = set()
+        self.reported: set[str] = set()
+        self.crashed: list[str] = []
+        self.other_failures = 0
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        self.collected.update(ids)
+
+    def pytest_runtest_logreport(self, report):
+        self.reported.add(report.nodeid)
+        if report.failed:
+            if "crashed while running" in str(report.longrepr):
+                self.crashed.append(report.nodeid)
+            else:
+                self.other_failures += 1
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if not self.crashed or self.other_failures:
+            return
+        import subprocess
+        import sys
+
+        rerun = sorted(set(self.crashed) | (self.collected - self.reported))
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        say = reporter.write_line if reporter else print
+        say(f"rerunning in a fresh process the {len(self.crashed)} test(s) whose worker "
+            f"crashed and {len(rerun) - len(set(self.crashed))} it never ran")  # fmt: skip
+        args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+        proc = subprocess.run([*args, *rerun], cwd=session.config.rootpath)
+        say(f"rerun exit code {proc.returncode}")
+        if proc.returncode == 0:
+            session.exitstatus = 0
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        if getattr(config.option, "numprocesses", None):
+            config.pluginmanager.register(_CrashedWorkers(), "crashed_workers")
