@@ -85,8 +85,8 @@ from merged_fixtures import (  # noqa: E402, F401
 
 class _CrashedWorkers:
     """On the pytest-xdist controller: the tests whose worker died (a segmentation fault
-    inside jaxlib's compiler, 4 of 4 full runs on 2026-12-06, in a different test each time,
-    each passing when run again: docs/internals.md) and the tests that worker never ran
+    inside jaxlib's compiler once the worker's memory mappings reach ``vm.max_map_count``,
+    which ``.ci/run`` raises: docs/internals.md) and the tests that worker never ran
     (``--max-worker-restart=0``), rerun once in a fresh process at the end. The run passes
     only if every other test passed and the rerun passes; a test that fails by assertion is
     never rerun."""
@@ -119,7 +119,7 @@ class _CrashedWorkers:
         say = reporter.write_line if reporter else print
         say(f"rerunning in a fresh process the {len(self.crashed)} test(s) whose worker "
             f"crashed and {len(rerun) - len(set(self.crashed))} it never ran")  # fmt: skip
-        args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+        args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
         proc = subprocess.run([*args, *rerun], cwd=session.config.rootpath)
         say(f"rerun exit code {proc.returncode}")
         if proc.returncode == 0:
