@@ -139,6 +139,22 @@ def test_a_last_pass_that_moves_the_answer_is_not_converged(monkeypatch, shift, 
     assert out.diagnostics["log_z_pass_gap"] == pytest.approx(shift, abs=0.3)
 
 
+@pytest.mark.parametrize(
+    ("values", "ses", "settled"),
+    [
+        ([481.89, 481.98], [0.13, 0.13], True),  # two passes within 0.25 nat and 2 s.e.
+        ([481.66, 482.10], [0.17, 0.17], False),  # 0.44 apart: not yet
+        ([481.66, 482.10, 481.78], [0.17, 0.17, 0.17], True),  # a plateau's scatter
+        ([475.87, 477.24, 477.90], [0.3, 0.3, 0.3], False),  # a climb with shrinking steps
+        ([481.0, 481.3, 481.6], [0.2, 0.2, 0.2], False),  # a steady climb of 0.3 a pass
+        ([481.0, 482.0, 481.1], [0.1, 0.1, 0.1], False),  # a middle pass 10 s.e. off
+        ([481.0], [0.1], False),
+    ],
+)
+def test_the_passes_settle_on_a_plateau_not_on_a_climb(values, ses, settled):
+    assert smc.passes_settled(values, ses, gap=2.0, nats=0.25) == settled
+
+
 @pytest.mark.parametrize(("shift", "flagged"), [(0.0, False), (-2.0, True)])
 def test_an_estimate_under_importance_sampling_from_its_reference_is_not_converged(
     monkeypatch, shift, flagged

@@ -13,8 +13,10 @@ mass, which is nats off. Passes then adapt it: after each, every valley's compon
 moved to the final particles nearest it and widened where they spread beyond it, never
 narrowed, and the weights follow the particles' occupancy (the tempering's
 ``refit_components`` and ``adapted_weights``, fed with this estimator's own particles),
-until two passes in a row settle (differ by at most ``settle_gap`` combined s.e. and at most
-``settle_nats``) or ``refits`` refits are spent; the last pass gives the estimate.
+until the passes settle (``passes_settled``: the last two differ by at most ``settle_gap``
+combined s.e. and at most ``settle_nats``, or the last three by at most ``settle_gap``
+combined s.e. pairwise and the last is within ``settle_nats`` of the one two passes back) or
+``refits`` refits are spent; the last pass gives the estimate.
 
 N particles per run start as exact draws of r on C. Stage t goes from lambda_t to
 lambda_t+1, chosen by bisection so that the incremental weights w_i = exp(-(lambda_t+1 -
@@ -78,8 +80,8 @@ class ValleySMCSettings:
     # at most this many passes before the one that is kept: after each, every valley's
     # component is refitted to the final particles nearest it (``valley_tempering.
     # refit_components``: moved and widened, never narrowed) and the weights set to their
-    # occupancy (with the tempering's ``weight_floor``); the passes stop when two in a row
-    # agree within ``settle_gap`` combined s.e. The pilot chains' Gaussians hold too little
+    # occupancy (with the tempering's ``weight_floor``); the passes stop when they settle
+    # (``passes_settled``). The pilot chains' Gaussians hold too little
     # of the posterior's tails (robot arm H = 4, collapsed, from them: 161.61 +- 0.05, 36% of
     # the final particles outside every component, against 162.86 by tempering; H = 8, seed
     # 0, six passes of 10 moves: 474.73, 476.50, 478.08, 480.22, 481.56, 482.15)
@@ -129,13 +131,20 @@ class ValleySMCSettings:
         self.tempering_settings().validate()
 
 
+# gradient-equivalents of one draw of the importance check (the reference mixture's density
+# over up to ``max_components`` components and phi' at the draw): measured as about 6% of
+# the SMC's CPU at H = 8 (10^5 draws beside 15-25 M gradients), i.e. about 12 a draw
+CHECK_GRADIENTS_PER_DRAW = 12.0
+
+
 def cost(settings: ValleySMCSettings, stages: int) -> tuple[float, int]:
-    """(gradient-equivalents of ``stages`` stages, batch): per particle and stage, ``moves``
-    sweeps of ``leapfrog`` + 1 gradients and two evaluations for the jump, and one for the
-    incremental weight."""
+    """(gradient-equivalents of ``stages`` stages and the importance check, batch): per
+    particle and stage, ``moves`` sweeps of ``leapfrog`` + 1 gradients and two evaluations
+    for the jump, and one for the incremental weight; ``check_draws`` draws of the check."""
     s = settings
     batch = s.particles * s.runs
-    return float(stages * batch * (s.moves * (s.leapfrog + 3) + 1)), batch
+    check = int(s.check_draws) * CHECK_GRADIENTS_PER_DRAW
+    return float(stages * batch * (s.moves * (s.leapfrog + 3) + 1) + check), batch
 
 
 def next_lambda(phi: np.ndarray, lam: float, ess_target: float) -> float:
@@ -319,6 +328,30 @@ def importance_check(
         )
 
 
+def passes_settled(values, ses, gap: float, nats: float) -> bool:
+    """Whether the passes' estimates ``values`` (s.e. ``ses``, oldest first) have settled:
+    the last two differ by at most ``gap`` combined s.e. and ``nats`` nats, or the last three
+    differ pairwise by at most ``gap`` combined s.e. and the last lies within ``nats`` of the
+    one two passes back (no trend over two refits, however the middle pass scatters). The
+    second clause is the plateau whose passes scatter by their noise (robot arm H = 8, s.e.
+    0.1-0.2 a pass: 481.66, 482.10, 481.78 differ by 0.44 and 0.32, within 2 combined s.e.,
+    over 0.25 nat); it refuses a climb whose steps shrink (475.87, 477.24, 477.90: a gap of
+    0.66 within 2 s.e., but 2.03 over two refits)."""
+
+    def apart(i: int, j: int) -> tuple[float, float]:
+        return abs(values[i] - values[j]), math.hypot(ses[i], ses[j])
+
+    if len(values) < 2:
+        return False
+    d, se = apart(-1, -2)
+    if d <= min(gap * se, nats):
+        return True
+    if len(values) < 3:
+        return False
+    pairs = [apart(-1, -2), apart(-2, -3), apart(-1, -3)]
+    return all(d <= gap * se for d, se in pairs) and pairs[2][0] <= nats
+
+
 def estimate_and_run(
     target, settings: ValleySMCSettings, rng: np.random.Generator, log=None
 ) -> tuple[EvidenceEstimate, ValleySMCRun | None]:
@@ -336,25 +369,27 @@ def estimate_and_run(
     even = np.where(valley, (1.0 - settings.prior_share) / valley.sum(), settings.prior_share)
     ref = ref.with_weights(np.log(even))
     symmetry = valley_search.symmetry_of(target)
-    spent, passes, stages, previous, settled = n_search, [], 0, None, False
+    spent, passes, pass_ses, stages, previous, settled = n_search, [], [], 0, None, False
     for p in range(int(settings.refits) + 1):
         res = run_valley_smc(target, ref, settings, rng, log=log)
         spent += res.n_grad_evals
         stages += len(res.ladder) - 1
         out = estimate_from_run(res, settings)
         passes.append(float(out.log_z))
+        pass_ses.append(float(out.log_z_se))
         if log is not None:
             log(f"  valley SMC pass {p + 1}: ln p(D) {out.log_z:.3f} +- {out.log_z_se:.3f}")
         if previous is not None:
             gap = out.log_z - previous.log_z
             gap_se = math.hypot(out.log_z_se, previous.log_z_se)
-            settled = abs(gap) <= min(settings.settle_gap * gap_se, settings.settle_nats)
+            settled = passes_settled(passes, pass_ses, settings.settle_gap, settings.settle_nats)
         if settled or p == int(settings.refits):
             break
         previous = out
         ref = refitted(target, res, vts)
     out.n_grad_evals = spent
     out.diagnostics["log_z_passes"] = np.asarray(passes)
+    out.diagnostics["log_z_passes_se"] = np.asarray(pass_ses)
     out.diagnostics["stages_all_passes"] = stages
     if previous is not None:
         out.diagnostics.update(log_z_pass_gap=gap, log_z_pass_gap_se=gap_se)
