@@ -129,7 +129,7 @@ def _valley_tempering(problem, seed):
 
 
 # the same search (128 starts); the defaults: 8 runs of 256 particles, 10 moves per stage,
-# passes until two in a row agree (with 128 particles, 5 moves and two passes the mixture
+# passes until they settle (``valley_smc.passes_settled``; with 128 particles, 5 moves and two passes the mixture
 # came out -0.13 and -0.14 in two seeds, at 2.7 and 3.0 s.e.)
 VALLEY_SMC = valley_smc.ValleySMCSettings(search={"starts": 128, "pilot_samples": 100})
 

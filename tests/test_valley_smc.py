@@ -72,7 +72,8 @@ def test_reported_se_covers_the_spread_over_seeds():
 
 def test_settings_reject_bad_values():
     for bad in ({"runs": 1}, {"ess_target": 1.0}, {"particles": 0}, {"max_run_sd": 0.0},
-                {"check_draws": -1}, {"check_se": 0.0}, {"refit_prior": 0.0}):  # fmt: skip
+                {"check_draws": -1}, {"check_se": 0.0}, {"refit_prior": 0.0},
+                {"tempering": {"rungs": 2}}, {"tempering": {"ladders": 8}}):  # fmt: skip
         with pytest.raises(ValueError):
             smc.ValleySMCSettings(**bad).validate()
 
@@ -87,7 +88,9 @@ def test_chaining_with_the_valley_smc_estimator_fits_a_cell():
     method = get_method("chaining")
     settings = method.settings(
         {"hidden": 1, "activation": "tanh", "estimator": "valley_smc",
-         "valley_smc": {"particles": 64, "runs": 4, "search": {"starts": 8, "pilot_samples": 40}}}
+         "valley_smc": {"particles": 64, "runs": 4, "search": {"starts": 8, "pilot_samples": 40},
+                        "tempering_check": True,
+                        "tempering": {"rungs": 6, "burn_in": 100, "samples": 100}}}
     )  # fmt: skip
     assert settings.resolved_target() == "collapsed"
     split = datasets.load("robot_arm").split("default")
@@ -100,6 +103,9 @@ def test_chaining_with_the_valley_smc_estimator_fits_a_cell():
     # the importance check from the final reference, a lower bound below the estimate
     check = result.diagnostics["smc_log_z_importance"]
     assert check < result.log_evidence + 3 * result.log_evidence_se + 0.05, check
+    # the second estimator on the same reference, stored beside it
+    second = result.diagnostics["smc_log_z_tempering"]
+    assert abs(second - (-514.510)) < 0.5, second
 
 
 def test_target_auto_collapses_where_the_model_and_estimator_allow():
@@ -181,3 +187,31 @@ def test_an_estimate_under_importance_sampling_from_its_reference_is_not_converg
     assert d["importance_ess"] > 100
     assert (out.status == "not_converged") == flagged, out.reason
     assert ("stochastic lower bound" in out.reason) == flagged
+
+
+@pytest.mark.parametrize(("shift", "flagged"), [(0.0, False), (1.0, True), (-1.0, True)])
+def test_an_estimate_the_tempering_on_its_reference_disagrees_with_is_not_converged(
+    monkeypatch, shift, flagged
+):
+    """``tempering_check``: valley_tempering from the SMC's final reference lands on the
+    exact ln Z of the linear Gaussian; an SMC moved 1 nat off it (either way; its s.e. about
+    0.03) is flagged by the disagreement, the unmoved one is not."""
+    problem = known_answers.problem("linear_gaussian")
+    real = smc.run_valley_smc
+
+    def moved(target, reference, settings, rng, log=None):
+        res = real(target, reference, settings, rng, log)
+        res.log_z_runs = res.log_z_runs + shift
+        return res
+
+    monkeypatch.setattr(smc, "run_valley_smc", moved)
+    settings = smc.ValleySMCSettings(
+        particles=64, runs=4, refits=2, check_draws=0, search={"starts": 16},
+        tempering_check=True, tempering={"rungs": 8, "burn_in": 200, "samples": 200},
+    )  # fmt: skip
+    out = smc.estimate(problem.target, settings, np.random.default_rng(5))
+    d = out.diagnostics
+    assert abs(d["log_z_tempering"] - problem.log_z) < 3 * d["log_z_tempering_se"] + 0.02
+    assert d["tempering_status"] == "ok"
+    assert (out.status == "not_converged") == flagged, out.reason
+    assert ("valley_tempering from the final reference" in out.reason) == flagged

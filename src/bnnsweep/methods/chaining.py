@@ -505,8 +505,9 @@ def fit_valley_smc(split: Split, settings: ChainingSettings, model: MarginalMode
         new_valley_share=d["new_valley_share"], prior_occupancy=d["prior_occupancy"],
         group_order=d["group_order"], smc_passes=len(d["log_z_passes"]),
     )  # fmt: skip
-    for key in ("log_z_importance", "log_z_importance_se", "importance_ess"):
-        if key in d:  # the importance check (``check_draws`` > 0)
+    for key in ("log_z_importance", "log_z_importance_se", "importance_ess",
+                "log_z_tempering", "log_z_tempering_se", "tempering_status"):  # fmt: skip
+        if key in d:  # the importance check (``check_draws`` > 0), ``tempering_check``
             result.diagnostics[f"smc_{key}"] = d[key]
     return result
 
@@ -730,13 +731,14 @@ def work(s: ChainingSettings, n_train: int, n_test: int, n_out: int, n_weights: 
         held = batch * (protocol.samples + n_weights) + s.predictive_samples * n_test * n_out * 2
         return Work(total / batch, batch=batch, floats_held=held)
     if s.estimator == "valley_smc":
-        from ..engines.evidence.valley_smc import cost
+        from ..engines.evidence.valley_smc import checks_cost, cost
 
         protocol = s.valley_smc_settings()
         vts = protocol.tempering_settings()
         v, k = vts.search_settings(), protocol.max_components
         pilot = k * v.pilot_chains * 2 * v.pilot_samples * (v.leapfrog + 1)
         grads, batch = cost(protocol, stages=SMC_STAGES_PER_WEIGHT * n_weights)
+        grads += checks_cost(protocol)
         held = batch * n_weights * 2 + s.predictive_samples * n_test * n_out * 2
         return Work((_search_calls(v, n_weights) + pilot + grads) / batch, batch=batch,
                     floats_held=held)  # fmt: skip

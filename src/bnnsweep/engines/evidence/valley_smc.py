@@ -100,6 +100,11 @@ class ValleySMCSettings:
     # chain; above the estimate by more than ``check_se`` combined s.e.: not_converged
     check_draws: int = 100000
     check_se: float = 3.0
+    # the second estimator in the cell (``tempering_check``): valley_tempering (its defaults
+    # under the ``tempering`` overrides) from the final reference refitted once more; apart
+    # from the SMC by more than ``check_se`` combined s.e.: not_converged
+    tempering_check: bool = False
+    tempering: dict = field(default_factory=dict)
     search: dict = field(default_factory=dict)
 
     def tempering_settings(self) -> vt.ValleyTemperingSettings:
@@ -109,6 +114,14 @@ class ValleySMCSettings:
             tail_dof=self.tail_dof, fold_draws=self.fold_draws, search=dict(self.search),
             refit_prior=self.refit_prior, refit_inflate=self.refit_inflate,
         )  # fmt: skip
+
+    def check_protocol(self) -> vt.ValleyTemperingSettings:
+        """The ladder protocol of ``tempering_check``: ``valley_tempering``'s defaults under
+        the ``tempering`` overrides, on this estimator's reference family."""
+        family = dict(max_components=self.max_components, prior_share=self.prior_share,
+                      tail_dof=self.tail_dof, fold_draws=self.fold_draws,
+                      search=dict(self.search))  # fmt: skip
+        return vt.ValleyTemperingSettings(**{**family, **self.tempering})
 
     def validate(self) -> None:
         if int(self.refits) < 0:
@@ -129,6 +142,12 @@ class ValleySMCSettings:
         if int(self.check_draws) < 0 or not self.check_se > 0:
             raise ValueError("valley SMC settings 'check_draws' >= 0, 'check_se' > 0")
         self.tempering_settings().validate()
+        if not isinstance(self.tempering, dict):
+            raise ValueError("valley SMC setting 'tempering' must be a mapping")
+        unknown = set(self.tempering) - set(vt.ValleyTemperingSettings.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"valley SMC setting 'tempering': unknown key {sorted(unknown)[0]!r}")
+        self.check_protocol().validate()
 
 
 # gradient-equivalents of one draw of the importance check (the reference mixture's density
@@ -138,13 +157,20 @@ CHECK_GRADIENTS_PER_DRAW = 12.0
 
 
 def cost(settings: ValleySMCSettings, stages: int) -> tuple[float, int]:
-    """(gradient-equivalents of ``stages`` stages and the importance check, batch): per
-    particle and stage, ``moves`` sweeps of ``leapfrog`` + 1 gradients and two evaluations
-    for the jump, and one for the incremental weight; ``check_draws`` draws of the check."""
+    """(gradient-equivalents of ``stages`` stages of one pass, batch): per particle and
+    stage, ``moves`` sweeps of ``leapfrog`` + 1 gradients and two evaluations for the jump,
+    and one for the incremental weight."""
     s = settings
     batch = s.particles * s.runs
-    check = int(s.check_draws) * CHECK_GRADIENTS_PER_DRAW
-    return float(stages * batch * (s.moves * (s.leapfrog + 3) + 1) + check), batch
+    return float(stages * batch * (s.moves * (s.leapfrog + 3) + 1)), batch
+
+
+def checks_cost(settings: ValleySMCSettings) -> float:
+    """Gradient-equivalents of the checks after the passes: the importance check's
+    ``check_draws`` and, with ``tempering_check``, the ladder's (``valley_tempering.cost``)."""
+    s = settings
+    ladder = vt.cost(s.check_protocol())[0] if s.tempering_check else 0.0
+    return int(s.check_draws) * CHECK_GRADIENTS_PER_DRAW + ladder
 
 
 def next_lambda(phi: np.ndarray, lam: float, ess_target: float) -> float:
@@ -352,6 +378,39 @@ def passes_settled(values, ses, gap: float, nats: float) -> bool:
     return all(d <= gap * se for d, se in pairs) and pairs[2][0] <= nats
 
 
+def tempering_check(
+    target, out: EvidenceEstimate, res: ValleySMCRun, settings: ValleySMCSettings, rng, log=None
+) -> None:
+    """The second estimator on the SMC's own reference: ``valley_tempering``
+    (``check_protocol``: a ladder of exchanging chains, stepping stone plus ln P) from the
+    final reference refitted once more (``refitted``). Both are consistent for any reference;
+    they share it and the invariant kernel, not the estimator (resampled particles against
+    exchanging chains) nor the stream. Apart by more than ``check_se`` combined s.e.:
+    ``not_converged``. The tempering's own status and reason are stored beside its value."""
+    protocol = settings.check_protocol()
+    ref = refitted(target, res, settings.tempering_settings())
+    run = vt.run_valley_tempering(target, ref, protocol, rng, log=log)
+    second = vt.estimate_from_valley_run(run, protocol)
+    out.n_grad_evals += second.n_grad_evals
+    out.diagnostics.update(
+        log_z_tempering=second.log_z, log_z_tempering_se=second.log_z_se,
+        tempering_status=second.status, tempering_reason=second.reason or "",
+        tempering_log_z_ti=second.diagnostics["log_z_ti"],
+        tempering_round_trips=float(np.mean(second.diagnostics["round_trips"])),
+        tempering_swap_accept_min=second.diagnostics["swap_accept_min"],
+        tempering_log_z_drift=second.diagnostics.get("log_z_drift", float("nan")),
+    )  # fmt: skip
+    gap_se = math.hypot(second.log_z_se, out.log_z_se)
+    gap = second.log_z - out.log_z
+    if not abs(gap) <= settings.check_se * gap_se:
+        out.flag(
+            "not_converged",
+            f"valley_tempering from the final reference gives {second.log_z:.2f} +- "
+            f"{second.log_z_se:.2f}, {gap:+.2f} from the SMC's {out.log_z:.2f} +- "
+            f"{out.log_z_se:.2f} (more than {settings.check_se:g} combined s.e.)",
+        )
+
+
 def estimate_and_run(
     target, settings: ValleySMCSettings, rng: np.random.Generator, log=None
 ) -> tuple[EvidenceEstimate, ValleySMCRun | None]:
@@ -402,6 +461,8 @@ def estimate_and_run(
     vt.search_coverage(out, found, ref.valleys[res.labels.ravel()], vts.search_settings())
     if int(settings.check_draws) > 0 and np.isfinite(out.log_z):
         importance_check(target, out, res, settings, rng)
+    if settings.tempering_check and np.isfinite(out.log_z):
+        tempering_check(target, out, res, settings, rng, log=log)
     out.diagnostics.update(
         cpu_seconds=time.process_time() - started, n_components=len(found),
         group_order=valley_search.group_order(symmetry),
