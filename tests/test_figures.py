@@ -12,6 +12,7 @@ import xarray as xr
 from matplotlib.collections import PathCollection
 
 from bnnsweep.figures import FIGURES, draw, error_table, method_palette, occam_hill
+from bnnsweep.figures._common import runs_frame
 from bnnsweep.figures.published import PUBLISHED, format_references
 from bnnsweep.figures.toy_regression import toy_regression
 
@@ -289,6 +290,27 @@ def test_occam_hill_skips_nan_mode_evidences_and_draws_methods_without_modes():
     assert "RMSE" in err_sun.get_ylabel()
     texts = " ".join(t.get_text() for t in ev_toy.texts)
     assert "no log evidence: map" in texts
+
+
+def test_occam_hill_draws_a_cells_second_estimator_as_its_own_series():
+    """A chaining cell with ``tempering_check`` carries the tempering's estimate on the SMC's
+    reference: drawn as "<method>: tempering on its reference" beside the cell's own."""
+    from bnnsweep.figures.occam_hill import second_estimates
+
+    ds = make_merged()
+    second = np.where(ds["method"].values == "laplace", ds["log_evidence"].values + 1.0, np.nan)
+    ds["diag_smc_log_z_tempering"] = ("run", second)
+    ds["diag_smc_log_z_tempering_se"] = ("run", np.full(ds.sizes["run"], 0.2))
+    extra = second_estimates(runs_frame(ds))
+    assert set(extra["method"]) == {"laplace: tempering on its reference"}
+    np.testing.assert_allclose(extra["log_evidence"], second[np.isfinite(second)])
+    assert extra["test_rmse"].isna().all() and (extra["log_evidence_se"] == 0.2).all()
+    fig = occam_hill(ds)
+    ev_sun = next(ax for ax in fig.axes if ax.get_title() == "sunspots: (a) log evidence")
+    # 5 counted modes as before, and one point per sunspots laplace run with a finite second
+    assert _n_points(ev_sun) == 5 + 3
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().texts]
+    assert "laplace: tempering on its reference" in labels
 
 
 def test_occam_hill_without_any_modes_or_evidence(tmp_path):

@@ -11,6 +11,12 @@ The test error is MSE / noise variance when the dataset's noise level is known (
 theoretical minimum 1 when the test targets are noisy), otherwise RMSE. Diverged runs and
 runs without a hidden-units axis are left out.
 
+A chaining run that carries its second estimator (``valley_smc``'s ``tempering_check``:
+``diag_smc_log_z_tempering``, valley_tempering from the SMC's final reference) adds a series
+of its own, "<method>: tempering on its reference", drawn as a run without modes and without
+a test error (``second_estimates``), so that the two estimators of each cell stand side by
+side.
+
 Where a dataset holds laplace runs with different evidence-framework settings (labels run
 with ``method: laplace``, e.g. today's default beside paper 001 sec. 4 as written), a note
 under panel (a) gives each label's settings and its paired difference from ``laplace`` at
@@ -343,12 +349,33 @@ def _zoom(ax, runs: pd.DataFrame, palette: dict) -> None:
     inset.set_title(f"zoom: H >= {start}", fontsize="x-small")
 
 
+SECOND = "diag_smc_log_z_tempering"
+SECOND_LABEL = ": tempering on its reference"
+
+
+def second_estimates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Pseudo-runs for the second estimator that a chaining cell carries (``SECOND`` and its
+    s.e.): the run's coordinates and status, method "<method>: tempering on its reference",
+    ``log_evidence`` the second estimate, no test error; empty when no run carries one."""
+    if SECOND not in runs:
+        return runs.iloc[0:0]
+    carried = runs[np.isfinite(runs[SECOND].to_numpy(float))]
+    errors = ("test_rmse", "test_mse", "test_nmse")
+    return carried.assign(
+        method=carried["method"] + SECOND_LABEL,
+        log_evidence=carried[SECOND],
+        log_evidence_se=carried.get(f"{SECOND}_se", np.nan),
+        **{col: np.nan for col in errors},
+    )
+
+
 def occam_hill(ds: xr.Dataset) -> Figure:
     all_runs = runs_frame(ds)
+    members = members_frame(ds, all_runs)
+    all_runs = pd.concat([all_runs, second_estimates(all_runs)], ignore_index=True)
     palette = method_palette(all_runs["method"])
     runs = usable(all_runs)
     runs = runs[runs["hidden"] >= 0]
-    members = members_frame(ds, all_runs)
     members = members[members["run"].isin(runs["run"])]
     names = sorted(all_runs["dataset"].unique()) or ["(no runs)"]
     with style():
