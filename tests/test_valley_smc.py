@@ -12,6 +12,7 @@ import pytest
 
 from bnnsweep.engines.evidence import known_answers
 from bnnsweep.engines.evidence import valley_smc as smc
+from bnnsweep.engines.evidence import valley_tempering as vt
 
 
 def _ess(log_w: np.ndarray) -> float:
@@ -215,3 +216,27 @@ def test_an_estimate_the_tempering_on_its_reference_disagrees_with_is_not_conver
         assert d["tempering_status"] == "ok"
         assert (out.status == "not_converged") == flagged, (shift, out.reason)
         assert ("valley_tempering from the final reference" in (out.reason or "")) == flagged
+
+
+def test_tempering_started_from_the_posterior_end_lands_on_the_exact_evidence():
+    """``run_valley_tempering(start=...)``: the chains started from the SMC's final particles
+    (the lambda = 1 end) instead of reference draws land on the exact ln Z of the linear
+    Gaussian in each of three seeds; a start too short for the ladder is refused."""
+    problem = known_answers.problem("linear_gaussian")
+    settings = smc.ValleySMCSettings(particles=64, runs=4, refits=2, check_draws=0,
+                                     search={"starts": 16})  # fmt: skip
+    protocol = vt.ValleyTemperingSettings(
+        **{**settings.check_protocol().__dict__, "rungs": 8, "burn_in": 200, "samples": 200}
+    )
+    for seed in range(3):
+        _, res = smc.estimate_and_run(problem.target, settings, np.random.default_rng(seed))
+        ref = smc.refitted(problem.target, res, settings.tempering_settings())
+        start = (res.particles.reshape(-1, res.particles.shape[-1]), res.labels.ravel())
+        run = vt.run_valley_tempering(
+            problem.target, ref, protocol, np.random.default_rng(seed + 10), start=start
+        )
+        out = vt.estimate_from_valley_run(run, protocol)
+        assert abs(out.log_z - problem.log_z) < 3 * out.log_z_se + 0.02, (seed, out.log_z)
+    with pytest.raises(ValueError, match="start: need >= 64 states"):
+        vt.run_valley_tempering(problem.target, ref, protocol, np.random.default_rng(0),
+                                start=(start[0][:10], start[1][:10]))  # fmt: skip

@@ -564,16 +564,31 @@ def refit_components(symmetry, ref: Reference, states: np.ndarray, s) -> Referen
 
 
 def run_valley_tempering(
-    target, reference: Reference, settings: ValleyTemperingSettings, rng, log=None
+    target, reference: Reference, settings: ValleyTemperingSettings, rng, log=None, start=None
 ) -> ValleyTemperingRun:
-    """Burn-in (ladder, steps and reference weights adapted), then the kept iterations."""
+    """Burn-in (ladder, steps and reference weights adapted), then the kept iterations.
+
+    Every rung's chain starts from an exact reference draw (the lambda = 0 end in
+    equilibrium), or with ``start`` = (u, k), states in C and their labels (indices of
+    ``reference``'s components, at least replicates x rungs of them: the first are taken),
+    from those: e.g. posterior draws, the lambda = 1 end in equilibrium. Either start leaves
+    the estimate exact once the chains have settled; runs from the two ends that agree
+    bracket the settling from both sides."""
     s = settings
     symmetry = valley_search.symmetry_of(target)
     R, L, K = s.replicates, s.rungs, len(reference.log_weights)
     run = _programs(target, int(s.leapfrog))
     ladder = initial_ladder(L, s.ladder_power)
     prior = target.sample_prior
-    u, k = sample_reference(symmetry, reference, R * L, rng, prior)
+    if start is None:
+        u, k = sample_reference(symmetry, reference, R * L, rng, prior)
+    else:
+        u, k = (np.asarray(a) for a in start)
+        if len(u) < R * L or len(k) != len(u) or not np.all((k >= 0) & (k < K)):
+            raise ValueError(
+                f"valley tempering start: need >= {R * L} states with labels in 0..{K - 1}"
+            )
+        u, k = u[: R * L], k[: R * L]
     carry = [
         jnp.asarray(u.reshape(R, L, -1)), jnp.asarray(k.reshape(R, L)),
         jnp.tile(jnp.arange(L, dtype=jnp.int32), (R, 1)), None,
