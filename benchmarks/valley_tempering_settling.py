@@ -11,7 +11,9 @@ the lambda = 1 end):
 It prints the stepping stone of each of ``--segments`` consecutive parts of the kept
 iterations (forward: link i from the draws at lambda_i; reverse: from those at
 lambda_i+1), and which stretch of lambda the change between the first and the last part
-comes from. Chains that settle give segments that agree; runs started from the two ends
+comes from, and the mean of phi' at three rungs (at lambda = 1, E_1[phi'] = -KL(posterior ||
+reference / P) + ln P - ln Z: it falls as the chains reach mass the reference misses).
+Chains that settle give segments that agree; runs started from the two ends
 that meet bracket the answer. The SMC run is cached (``--cache``), so that a second start
 reuses it.
 """
@@ -104,6 +106,10 @@ def main() -> None:
               f"{max(part.log_z_se, part.log_z_se_within):.3f} | reverse "
               f"{reverse_stepping_stone(ladder, phi[:, :, a:b]) + run.log_fold:.3f}",
               flush=True)  # fmt: skip
+    rungs = [len(ladder) // 2, 3 * len(ladder) // 4, len(ladder) - 1]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        means = " ".join(f"lambda {ladder[i]:.3f}: {np.mean(phi[i, :, a:b]):.2f}" for i in rungs)
+        print(f"  kept {a}-{b}: mean phi' at {means}", flush=True)
     change = links[-1] - links[0]
     for lo, hi in [(0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 0.9), (0.9, 1.0)]:
         inside = (ladder[:-1] >= lo) & (ladder[:-1] < hi)
