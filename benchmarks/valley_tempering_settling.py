@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", choices=("reference", "posterior"), default="reference")
     parser.add_argument("--segments", type=int, default=4)
+    parser.add_argument("--stream", type=int, default=17, help="the tempering's stream [seed, S]")
     parser.add_argument("--set", nargs="*", default=["rungs=32", "samples=4800"],
                         metavar="KEY=VALUE", help="ValleyTemperingSettings overrides")  # fmt: skip
     parser.add_argument("--cache", type=Path, default=Path("benchmarks/results/cache"))
@@ -86,7 +87,7 @@ def main() -> None:
         start = (res.particles.reshape(-1, res.particles.shape[-1])[order],
                  res.labels.ravel()[order])  # fmt: skip
     started = time.process_time()
-    rng = np.random.default_rng([args.seed, 17])
+    rng = np.random.default_rng([args.seed, args.stream])
     run = vt.run_valley_tempering(target, ref, protocol, rng, start=start)
     est = vt.estimate_from_valley_run(run, protocol)
     d = est.diagnostics
