@@ -11,7 +11,7 @@ chain per seed gives all four), parallel tempering (``tempering``) and the valle
 (``valleys``), nested sampling (``nested``; from the valleys' reference: ``nested_reference``,
 and from the reference after valley_tempering's burn-in: ``nested_tempered``, 200 live points)
 tempering from the valleys' reference (``valley_tempering``) and resample-move SMC from it
-(``valley_smc``), and tempering from the SMC's final reference (``smc_tempering``: valley_smc's
+(``valley_smc``), and tempering from the SMC's final reference and particles (``smc_tempering``: valley_smc's
 ``tempering_check`` as an estimate of its own), each also on the robot arm's collapsed target
 (``_collapsed``: W2, b2 integrated out exactly; the known-answer problems have no hidden layer
 and are run as they are). On the robot arm the truth is unknown: the bias column is against
@@ -91,9 +91,10 @@ def chain_estimates(target, proto, schedule_name, rng) -> dict[str, EvidenceEsti
     return found
 
 
-# the ladder of ``smc_tempering`` (valley_tempering from valley_smc's final reference): at
-# H = 8 the default 24 rungs x 1,600 kept iterations gave 0.1 round trips per ladder
-SMC_TEMPERING = {"rungs": 32, "samples": 4800}
+# the ladder of ``smc_tempering`` (valley_tempering from valley_smc's final reference, its
+# chains started from the final particles), config/occam_robot_arm.yaml's: at H = 8 the
+# middle rungs still relaxed through the first quarter of 4,800 kept iterations
+SMC_TEMPERING = {"rungs": 32, "samples": 9600}
 
 
 def run(estimator, target, proto, schedule_name, rng):
