@@ -102,8 +102,8 @@ class ValleySMCSettings:
     check_se: float = 3.0
     # the second estimator in the cell (``tempering_check``): valley_tempering (its defaults
     # under the ``tempering`` overrides) from the final reference refitted once more, its
-    # chains started from the final particles; apart
-    # from the SMC by more than ``check_se`` combined s.e.: not_converged
+    # chains started from the final particles; apart from the SMC by more than ``check_se``
+    # combined s.e.: not_converged
     tempering_check: bool = False
     tempering: dict = field(default_factory=dict)
     search: dict = field(default_factory=dict)
