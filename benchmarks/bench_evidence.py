@@ -11,8 +11,9 @@ chain per seed gives all four), parallel tempering (``tempering``) and the valle
 (``valleys``), nested sampling (``nested``; from the valleys' reference: ``nested_reference``,
 and from the reference after valley_tempering's burn-in: ``nested_tempered``, 200 live points)
 tempering from the valleys' reference (``valley_tempering``) and resample-move SMC from it
-(``valley_smc``), and tempering from the SMC's final reference and particles (``smc_tempering``: valley_smc's
-``tempering_check`` as an estimate of its own), each also on the robot arm's collapsed target
+(``valley_smc``), and tempering from the SMC's final reference and particles
+(``smc_tempering``: valley_smc's ``tempering_check`` as an estimate of its own), each also on
+the robot arm's collapsed target
 (``_collapsed``: W2, b2 integrated out exactly; the known-answer problems have no hidden layer
 and are run as they are). On the robot arm the truth is unknown: the bias column is against
 the mean of the reference estimator (``--reference``, default ``valley_smc_collapsed``,
