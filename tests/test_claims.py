@@ -9,7 +9,7 @@ import pytest
 
 from bnnsweep.claims import Claim, Ours, metric, verdict
 from bnnsweep.claims.registry import outcome, registered
-from bnnsweep.claims.table import claims_frame, configured_experiments, experiments_of
+from bnnsweep.claims.table import claims_frame, configured_experiments, experiments_of, swept
 from bnnsweep.cli import main
 
 
@@ -149,7 +149,7 @@ def test_metric_groups_by_axes_and_pools_on_request():
 
 def test_a_paper_number_of_m_components_is_compared_with_m_component_runs():
     """Paper 000's committee of 3 components against our 3-component runs only: a sweep of
-    5-component runs has no usable run for it, and the thesis's 5 components take them."""
+    5-component runs does not sweep its setting, and the thesis's 5 components take them."""
     import pandas as pd
 
     runs = pd.DataFrame(
@@ -171,6 +171,9 @@ def test_a_paper_number_of_m_components_is_compared_with_m_component_runs():
     (ours,) = thesis.measure(runs)
     assert ours.setting == "hidden=8, components=5" and ours.mean == pytest.approx(0.23)
     assert paper.measure(runs[runs["components"] == 5]) == []
+    assert not swept(paper, runs[runs["components"] == 5])  # "not swept", not a failure
+    assert paper.measure(runs.assign(status="diverged")) == []
+    assert swept(paper, runs.assign(status="diverged"))  # "no usable runs"
     assert metric("test_nmse", axes={"absent": 1})(runs) == []
 
 

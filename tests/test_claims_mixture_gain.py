@@ -10,10 +10,10 @@ from bnnsweep.claims.registry import outcome
 from bnnsweep.claims.table import claims_frame
 
 
-def write_pairs(results, errors):
+def write_pairs(results, errors, mixture_status="ok"):
     """Tecator, hidden 8: per seed s, a ``vi_gauss`` run of test RMSE errors[s][0] and a
-    ``vi_mixture`` run (5 components) of errors[s][1]; both predict the two test targets 0
-    with error +-e."""
+    ``vi_mixture`` run (5 components, status ``mixture_status``) of errors[s][1]; both
+    predict the two test targets 0 with error +-e."""
     from bnnsweep.cells.writer import write_cell_atomic
     from bnnsweep.datasets.generated import unstandardised_split
     from bnnsweep.method_base import FitResult
@@ -29,7 +29,10 @@ def write_pairs(results, errors):
             ("vi_gauss", (("hidden", 8),), pair[0]),
             ("vi_mixture", (("hidden", 8), ("components", 5)), pair[1]),
         ):
-            result = FitResult(pred_mean=np.array([[err], [-err]]), pred_var=np.ones((2, 1)))
+            status = mixture_status if label == "vi_mixture" else "ok"
+            result = FitResult(
+                pred_mean=np.array([[err], [-err]]), pred_var=np.ones((2, 1)), status=status
+            )
             cell = Cell("tec", "tecator", "default", label, label, seed, axes, {})
             path = results / "tec" / "cells" / f"{label}-{seed}.nc"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,6 +65,25 @@ def test_the_gain_is_paired_over_seeds(tmp_path, gains, kind):
     assert row["ours_se"] == pytest.approx(np.std(gains, ddof=1) / np.sqrt(3), rel=1e-6)
     assert row["n_runs"] == 3 and row["setting"] == "hidden=8, components=5"
     assert outcome(row["verdict"]) == kind
-    # paper 000 Table 2's gain is at 3 hidden units and 3 components: no such pairs here
+    # paper 000 Table 2's gain is at 3 hidden units and 3 components: not run here
     other = frame[frame["where"].str.startswith("paper 000 Table 2 (variational mixture")]
-    assert list(other["verdict"]) == ["no usable runs"]
+    assert [outcome(v) for v in other["verdict"]] == ["not swept"]
+    assert list(other["ours"]) == ["none at the paper's setting"]
+
+
+def test_pairs_lost_to_divergence_are_no_usable_runs_not_an_unswept_setting(tmp_path):
+    """Every 5-component mixture diverged: the thesis's row has no usable runs (the setting
+    ran); paper 000's 3 hidden units and 3 components never ran (not swept)."""
+    write_pairs(tmp_path / "results", [(0.5, 0.4), (0.6, 0.5)], mixture_status="diverged")
+    configs = tmp_path / "config"
+    configs.mkdir()
+    (configs / "t.yaml").write_text(
+        "experiments:\n  tec:\n    datasets: [tecator]\n"
+        "    methods: {vi_gauss: {hidden: 8}, vi_mixture: {hidden: 8, components: 5}}\n"
+    )
+    frame = claims_frame(tmp_path / "results", configs)
+    gains = frame[frame["where"].str.contains("variational mixture minus") & frame["config"].ne("")]
+    kinds = {
+        w.split(" (")[0]: outcome(v) for w, v in zip(gains["where"], gains["verdict"], strict=True)
+    }
+    assert kinds == {"thesis Table 5.2": "no usable runs", "paper 000 Table 2": "not swept"}

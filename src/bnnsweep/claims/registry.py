@@ -187,13 +187,14 @@ OUTCOMES = {
     "not run": "not run",
     "not configured": "not configured",
     "no usable": "no usable runs",
+    "not swept": "not swept",
     "1 run": "undecided",
 }
 
 
 def outcome(verdict_text: str) -> str:
     """The verdict's kind (``reproduced``, ``not reproduced``, ``stand-in``, ``not run``,
-    ``not configured``, ``no usable runs``, ``undecided``), for counting."""
+    ``not configured``, ``no usable runs``, ``not swept``, ``undecided``), for counting."""
     return next((kind for start, kind in OUTCOMES.items() if verdict_text.startswith(start)),
                 "undecided")  # fmt: skip
 

@@ -97,6 +97,20 @@ def _runs(path: Path, runs_from=None) -> pd.DataFrame:
     return results_frame(load_merged(path))
 
 
+NOT_SWEPT = "not swept: the experiment runs other settings"
+"""The verdict of a claim whose experiment has runs, none of them at the claim's setting (the
+paper's hidden size or number of components): not a failure of the runs."""
+
+
+def swept(claim: Claim, runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` hold any run the claim's measure would take if every run were
+    ``ok``: False when the experiment never ran the claim's setting, True when it did and
+    its runs there all diverged."""
+    if "status" not in runs:
+        return False
+    return bool(claim.measure(runs.assign(status="ok")))
+
+
 def claim_rows(
     claim: Claim, experiment: str, configs: str, runs: pd.DataFrame | None, missing=()
 ) -> list:
@@ -119,9 +133,12 @@ def claim_rows(
                  "ours_se": math.nan}]  # fmt: skip
     values: list[Ours] = claim.measure(runs)
     if not values:
-        return [{**base, "setting": "", "ours": "no usable runs", "n_runs": 0,
-                 "verdict": "no usable runs", "data": "", "ours_mean": math.nan,
-                 "ours_se": math.nan}]  # fmt: skip
+        if swept(claim, runs):
+            ours, kind = "no usable runs", "no usable runs"
+        else:
+            ours, kind = "none at the paper's setting", NOT_SWEPT
+        return [{**base, "setting": "", "ours": ours, "n_runs": 0, "verdict": kind,
+                 "data": "", "ours_mean": math.nan, "ours_se": math.nan}]  # fmt: skip
     rows = []
     for ours in values:
         stand_ins = [d for d in ours.datasets if is_stand_in(d)]

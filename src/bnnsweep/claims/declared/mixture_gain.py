@@ -9,6 +9,7 @@ the paper's hidden size and number of components. A mixture that improves on its
 a negative mean more than 2 s.e. below zero; the verdict compares it with the papers' gain.
 """
 
+import numpy as np
 import pandas as pd
 
 from ...figures._common import runs_frame
@@ -41,7 +42,9 @@ def mixture_minus_diagonal(dataset: str, metric_name: str, hidden: int, componen
     """``runs_from``: one row per pair of a ``vi_mixture`` run (``hidden`` units,
     ``components``) and the ``vi_gauss`` run of the same split, seed and hidden size on
     ``dataset``, with ``metric_name`` holding mixture minus diagonal and ``status`` the worse
-    of the two (``diverged`` runs make no pair)."""
+    of the two (``diverged`` runs make no pair). With no pair, one ``diverged`` row per
+    mixture run at the setting: none when the experiment never ran it (the claims table
+    tells "not swept" from "no usable runs" by them)."""
 
     def runs_from(merged) -> pd.DataFrame:
         runs = runs_frame(merged)
@@ -49,8 +52,12 @@ def mixture_minus_diagonal(dataset: str, metric_name: str, hidden: int, componen
         mixture = runs[(runs["method"] == MIXTURE) & (runs["components"] == components)]
         diagonal = runs[runs["method"] == DIAGONAL]
         diffs = paired_differences(mixture, diagonal, [metric_name]).reset_index()
-        if diffs.empty:
-            return pd.DataFrame(columns=["dataset", "method", "status", metric_name])
+        if diffs.empty:  # the setting not run (no rows), or every pair lost to divergence
+            return pd.DataFrame(
+                {"dataset": dataset, "method": MIXTURE, "status": "diverged",
+                 metric_name: np.nan, "hidden": hidden, "components": components},
+                index=range(len(mixture)),
+            )  # fmt: skip
         key = mixture[list(PAIR_KEYS)].astype(str).agg("|".join, axis=1)
         ref = diagonal[list(PAIR_KEYS)].astype(str).agg("|".join, axis=1)
         ok = set(key[mixture["status"] == "ok"]) & set(ref[diagonal["status"] == "ok"])
