@@ -265,3 +265,16 @@ def test_a_paper_number_of_h_hidden_units_is_compared_with_h_unit_runs():
     assert [(o.setting, o.mean) for o in paper.measure(runs)] == [("hidden=3", 0.54)]
     stopping = claims["thesis Table 5.2 (early stopping)"]
     assert [o.setting for o in stopping.measure(runs)] == ["hidden=3", "hidden=8"]
+
+
+def test_paper004_table3_spread_enters_the_verdict_as_the_s_e_of_ten_splits():
+    """Suppl. Table 3's +- read as the s.d. over the 10 splits (sec. 6 says so of fig. 2):
+    EBP 5 layers on yacht, 5.58 +- 5.77, has s.e. 1.82, so ours 2.46 +- 0.23 is 1.7
+    combined s.e. away; the same mean against our s.e. alone would be 13.6 off."""
+    (claim,) = [c for c in registered() if c.dataset == "yacht" and c.label == "ebp_5layer"]
+    assert claim.published_se == pytest.approx(5.77 / math.sqrt(10))
+    assert "(s.e. 1.8)" in claim.published_note
+    ours = Ours(2.457, 0.23, 3, ("yacht",))
+    assert verdict(claim, ours, False) == "within 3 s.e. (1.7)"
+    (thesis,) = [c for c in registered() if c.where == "thesis Table 5.1 (evidence)"]
+    assert math.isnan(thesis.published_se)  # one printed run: no s.e.

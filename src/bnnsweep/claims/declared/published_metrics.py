@@ -3,6 +3,7 @@ errors that the figures and tables print beside ours): the mean of that metric o
 of the dataset and method label, in every experiment of the shipped configs that runs them
 (found by dataset and label), one row per hidden size and other axis value."""
 
+import math
 import re
 
 from ...figures.published import PUBLISHED
@@ -81,6 +82,8 @@ def _axes(source: str) -> dict | None:
 for (_dataset, _label, _metric), _refs in PUBLISHED.items():
     for _ref in _refs:
         _where, _, _note = _ref.short.partition(", ")
+        if math.isfinite(_ref.se):
+            _note = f"{_note} (s.e. {_ref.se:.2g})".strip()
         declare(
             Claim(
                 paper=_where.split(" T")[0].split(" suppl.")[0],
@@ -88,6 +91,7 @@ for (_dataset, _label, _metric), _refs in PUBLISHED.items():
                 quantity=f"{_metric}, {_label} on {_dataset}",
                 published=_ref.value,
                 published_note=_note,
+                published_se=_ref.se,
                 dataset=_dataset,
                 label=_label,
                 measure=metric(
