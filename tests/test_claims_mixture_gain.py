@@ -41,6 +41,18 @@ def write_pairs(results, errors, mixture_status="ok"):
     write_netcdf_atomic(merge_cells(paths), results / "tec" / "merged.nc")
 
 
+def tecator_config(tmp_path):
+    """A config folder whose experiment ``tec`` runs ``vi_gauss`` and ``vi_mixture`` (5
+    components) at 8 hidden units on tecator."""
+    configs = tmp_path / "config"
+    configs.mkdir()
+    (configs / "t.yaml").write_text(
+        "experiments:\n  tec:\n    datasets: [tecator]\n"
+        "    methods: {vi_gauss: {hidden: 8}, vi_mixture: {hidden: 8, components: 5}}\n"
+    )
+    return configs
+
+
 @pytest.mark.parametrize(
     ("gains", "kind"),
     [((-0.006, -0.007, -0.008), "reproduced"), ((-0.0001, -0.0002, -0.0003), "not reproduced")],
@@ -51,13 +63,7 @@ def test_the_gain_is_paired_over_seeds(tmp_path, gains, kind):
     s.e. of the gains; the unpaired spread does not enter."""
     diagonal = (0.50, 0.60, 0.70)
     write_pairs(tmp_path / "results", [(d, d + g) for d, g in zip(diagonal, gains, strict=True)])
-    configs = tmp_path / "config"
-    configs.mkdir()
-    (configs / "t.yaml").write_text(
-        "experiments:\n  tec:\n    datasets: [tecator]\n"
-        "    methods: {vi_gauss: {hidden: 8}, vi_mixture: {hidden: 8, components: 5}}\n"
-    )
-    frame = claims_frame(tmp_path / "results", configs)
+    frame = claims_frame(tmp_path / "results", tecator_config(tmp_path))
     row = frame[frame["where"].str.startswith("thesis Table 5.2 (variational mixture minus")]
     (row,) = row.to_dict("records")
     assert row["published_value"] == pytest.approx(-0.007)
@@ -75,13 +81,7 @@ def test_pairs_lost_to_divergence_are_no_usable_runs_not_an_unswept_setting(tmp_
     """Every 5-component mixture diverged: the thesis's row has no usable runs (the setting
     ran); paper 000's 3 hidden units and 3 components never ran (not swept)."""
     write_pairs(tmp_path / "results", [(0.5, 0.4), (0.6, 0.5)], mixture_status="diverged")
-    configs = tmp_path / "config"
-    configs.mkdir()
-    (configs / "t.yaml").write_text(
-        "experiments:\n  tec:\n    datasets: [tecator]\n"
-        "    methods: {vi_gauss: {hidden: 8}, vi_mixture: {hidden: 8, components: 5}}\n"
-    )
-    frame = claims_frame(tmp_path / "results", configs)
+    frame = claims_frame(tmp_path / "results", tecator_config(tmp_path))
     gains = frame[frame["where"].str.contains("variational mixture minus") & frame["config"].ne("")]
     kinds = {
         w.split(" (")[0]: outcome(v) for w, v in zip(gains["where"], gains["verdict"], strict=True)
