@@ -278,3 +278,22 @@ def test_paper004_table3_spread_enters_the_verdict_as_the_s_e_of_ten_splits():
     assert verdict(claim, ours, False) == "within 3 s.e. (1.7)"
     (thesis,) = [c for c in registered() if c.where == "thesis Table 5.1 (evidence)"]
     assert math.isnan(thesis.published_se)  # one printed run: no s.e.
+
+
+def test_no_finding_types_a_number_of_ours():
+    """A finding says what was found and the command that measures it; a number of ours in
+    it would go stale with the code (the crabs finding once quoted 7.983 and 6.683 of an old
+    run). Every decimal in a finding is a reference (Table 6.1, fig. 5.6, eq. 5.48) or a
+    published value."""
+    import re
+
+    from bnnsweep.figures.published import PUBLISHED
+
+    published = {c.published for c in registered()}
+    published |= {ref.value for refs in PUBLISHED.values() for ref in refs}
+    reference = re.compile(r"(?:Tables?|figs?\.|secs?\.|eqs?\.|Appendix|appendix) $")
+    for claim in registered():
+        for m in re.finditer(r"(?<![\w.])\d+\.\d+(?:\.\d+)*", claim.finding):
+            if reference.search(claim.finding[: m.start()][-12:]):
+                continue
+            assert float(m.group()) in published, (claim.where, m.group())

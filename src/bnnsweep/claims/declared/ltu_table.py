@@ -25,12 +25,10 @@ FINDINGS = {
     "crabs_ripley": (
         "STAND-IN SPLIT: Ripley's (1994) 80/120 partition is not available; the count moves "
         "with the seeded split by more than the gap (python benchmarks/ltu_crabs_splits.py). "
-        "The input scaling moves it too: on config/thesis_ltu.yaml's 1050 cells (3d1af9b, "
-        "config/README.md section ltu) ltu_unit_box made 7.983 errors against ltu's 6.683 "
-        "(120 networks each, the same grid and seeds), 1.3 more, about 4.5 combined s.e.; a "
-        "48-network benchmark on split 0 (fd5dab9: python benchmarks/ltu_pima_scaling.py "
-        "--dataset crabs --seeds 4 --readings minmax standardised) saw 8.06 against 7.85, "
-        "within its s.e."
+        "The input scaling moves it too: compare this table's ltu and ltu_unit_box rows (the "
+        "same grid and seeds); a 48-network benchmark on split 0 saw the two readings within "
+        "its s.e. (python benchmarks/ltu_pima_scaling.py --dataset crabs --seeds 4 "
+        "--readings minmax standardised)"
     ),
 }
 LABELS = {
