@@ -138,6 +138,21 @@ def test_rerun_after_interruption_and_changed_setting(smoke_run):
     assert fits and all("/map/" in line for line in fits)
 
 
+def test_a_batch_spec_this_run_did_not_make_is_one_line(smoke_run):
+    """A batch spec is named by its cells' code version; when the package changes while
+    the workflow runs, a job's re-parse asks for a name the run did not make. The failure
+    says so in one line, and every result already written stays."""
+    workdir, config = smoke_run
+    merged = workdir / "results" / "smoke" / "merged.nc"
+    before = merged.read_bytes()
+    proc = snakemake(workdir, config, "results/batches/0123456789abcdef0123.json", check=False)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "batch spec 0123456789abcdef0123 is not one of this run's batches" in out
+    assert "run the same snakemake command again" in out
+    assert merged.read_bytes() == before
+
+
 def test_malformed_config_fails_before_any_job(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text(

@@ -109,6 +109,18 @@ def cells_spec_file(cells, vectorised=False, prefix=""):
     return str(path)
 
 
+def spec_text_of(name):
+    """The text of the batch spec ``name``; a name this run did not make (the package's
+    code or the config changed while the workflow ran, and the job's re-parse names its
+    cells' specs by the new code version) is one line that says so."""
+    if name not in SPEC_TEXTS:
+        raise ValueError(
+            f"batch spec {name} is not one of this run's batches: the bnnsweep code or the "
+            "config changed while the workflow ran; run the same snakemake command again"
+        )
+    return SPEC_TEXTS[name]
+
+
 def batch_spec_file(batch):
     """The spec a batch job fits."""
     return cells_spec_file(batch.cells, batch.vectorised)

@@ -54,5 +54,5 @@ rule batch_spec:
     localrule: True
     run:
         Path(log[0]).write_text(
-            f"{write_spec_file(output[0], SPEC_TEXTS[wildcards.spec])}\n"
+            f"{write_spec_file(output[0], spec_text_of(wildcards.spec))}\n"
         )
