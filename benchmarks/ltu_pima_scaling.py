@@ -13,10 +13,11 @@ networks see) on the whole grid with the same
 initialisation streams for every reading and prints the mean +- s.e. over networks and the
 paired difference to ``minmax``.
 
-Measured (--seeds 4, 36 networks a reading, 2026-11-27): minmax 69.42 +- 0.65, centred
-69.94 +- 0.99 (+0.53 +- 1.28), standardised 74.53 +- 0.72 (+5.11 +- 0.99; thesis 73.97);
-crabs split 0 (48 networks a reading): minmax 8.06 +- 0.25, standardised 7.85 +- 0.42
-(-0.21 +- 0.42; thesis 6.08).
+Measured (--seeds 4, 36 networks a reading, 2026-12-07, a92feb0: every Split C-contiguous):
+minmax 69.33 +- 0.64, centred 69.64 +- 0.80 (+0.31 +- 1.07), standardised 74.58 +- 0.72
+(+5.25 +- 1.06; thesis 73.97); crabs split 0 (--dataset crabs --readings minmax
+standardised, 48 networks a reading): minmax 8.06 +- 0.25, standardised 7.88 +- 0.42 (-0.19
++- 0.42; thesis 6.08).
 
 Run: nice -n 10 python benchmarks/ltu_pima_scaling.py [--seeds 10] [--readings minmax centred]
 """
