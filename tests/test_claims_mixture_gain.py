@@ -87,3 +87,27 @@ def test_pairs_lost_to_divergence_are_no_usable_runs_not_an_unswept_setting(tmp_
         w.split(" (")[0]: outcome(v) for w, v in zip(gains["where"], gains["verdict"], strict=True)
     }
     assert kinds == {"thesis Table 5.2": "no usable runs", "paper 000 Table 2": "not swept"}
+
+
+def test_mixtures_without_a_diagonal_beside_them_are_not_swept(tmp_path):
+    """An experiment of mixtures only (config/sunspots_committee.yaml runs no vi_gauss) has
+    nothing to pair them with: the gain is not swept there, not a run that failed."""
+    write_pairs(tmp_path / "results", [(0.5, 0.4), (0.6, 0.5)])
+    from bnnsweep.claims.declared.mixture_gain import mixture_minus_diagonal
+    from bnnsweep.claims.table import swept
+    from bnnsweep.figures import load_merged
+
+    merged = load_merged(tmp_path / "results" / "tec" / "merged.nc")
+    without = merged.where(merged["method"] != "vi_gauss", drop=True)
+    runs = mixture_minus_diagonal("tecator", "test_rmse", 8, 5)(without)
+    assert len(runs) == 0
+    (claim,) = [c for c in registered_gains() if c.where.startswith("thesis Table 5.2")]
+    assert not swept(claim, runs)
+    runs = mixture_minus_diagonal("tecator", "test_rmse", 8, 5)(merged)
+    assert len(runs) == 2 and swept(claim, runs)
+
+
+def registered_gains():
+    from bnnsweep.claims.registry import registered
+
+    return [c for c in registered() if "minus diagonal" in c.where]

@@ -38,29 +38,36 @@ FINDING = (
 )
 
 
+def pair_keys(runs: pd.DataFrame) -> np.ndarray:
+    """Each run's pair key (``PAIR_KEYS`` joined as strings), as an array of str."""
+    rows = runs[list(PAIR_KEYS)].astype(str).itertuples(index=False)
+    return np.array(["|".join(row) for row in rows], dtype=object)
+
+
 def mixture_minus_diagonal(dataset: str, metric_name: str, hidden: int, components: int):
     """``runs_from``: one row per pair of a ``vi_mixture`` run (``hidden`` units,
     ``components``) and the ``vi_gauss`` run of the same split, seed and hidden size on
     ``dataset``, with ``metric_name`` holding mixture minus diagonal and ``status`` the worse
     of the two (``diverged`` runs make no pair). With no pair, one ``diverged`` row per
-    mixture run at the setting: none when the experiment never ran it (the claims table
-    tells "not swept" from "no usable runs" by them)."""
+    mixture run at the setting that has a ``vi_gauss`` run beside it: none when the
+    experiment never ran the pair (the claims table tells "not swept" from "no usable
+    runs" by them)."""
 
     def runs_from(merged) -> pd.DataFrame:
         runs = runs_frame(merged)
         runs = runs[(runs["dataset"] == dataset) & (runs["hidden"] == hidden)]
         mixture = runs[(runs["method"] == MIXTURE) & (runs["components"] == components)]
         diagonal = runs[runs["method"] == DIAGONAL]
+        key, ref = pair_keys(mixture), pair_keys(diagonal)
         diffs = paired_differences(mixture, diagonal, [metric_name]).reset_index()
-        if diffs.empty:  # the setting not run (no rows), or every pair lost to divergence
+        if diffs.empty:  # no pair: none run (no rows), or every pair lost to divergence
             return pd.DataFrame(
                 {"dataset": dataset, "method": MIXTURE, "status": "diverged",
                  metric_name: np.nan, "hidden": hidden, "components": components},
-                index=range(len(mixture)),
+                index=range(len(set(key) & set(ref))),
             )  # fmt: skip
-        key = mixture[list(PAIR_KEYS)].astype(str).agg("|".join, axis=1)
-        ref = diagonal[list(PAIR_KEYS)].astype(str).agg("|".join, axis=1)
-        ok = set(key[mixture["status"] == "ok"]) & set(ref[diagonal["status"] == "ok"])
+        ok = set(key[mixture["status"].to_numpy() == "ok"])
+        ok &= set(ref[diagonal["status"].to_numpy() == "ok"])
         pairs = diffs[list(PAIR_KEYS)].agg("|".join, axis=1)
         return diffs.assign(
             dataset=dataset,
