@@ -102,7 +102,8 @@ def test_every_declared_experiment_is_in_a_shipped_config():
 
 
 def test_verdicts():
-    claim = Claim("paper x", "T1", "q", 1.0, metric("test_rmse"), experiments=("e",))
+    # printed as 1.00 (a bare 1 would stand for [0.5, 1.5])
+    claim = Claim("paper x", "T1", "q", 1.0, metric("test_rmse"), experiments=("e",), decimals=2)
     assert outcome(verdict(claim, Ours(1.2, 0.1, 4, ("d",)), False)) == "reproduced"
     assert outcome(verdict(claim, Ours(1.4, 0.1, 4, ("d",)), False)) == "not reproduced"
     assert outcome(verdict(claim, Ours(1.4, 0.1, 4, ("d",)), True)) == "stand-in"
@@ -110,7 +111,9 @@ def test_verdicts():
     tolerant = Claim("p", "T", "q", 1.0, metric("x"), experiments=("e",), tolerance=0.5)
     assert outcome(verdict(tolerant, Ours(1.4, math.nan, 1, ("d",)), False)) == "reproduced"
     # the paper's own s.e. widens the band: 0.4 off, s.e. hypot(0.1, 0.2) = 0.22 -> 1.8 s.e.
-    printed = Claim("p", "T", "q", 1.0, metric("x"), experiments=("e",), published_se=0.2)
+    printed = Claim(
+        "p", "T", "q", 1.0, metric("x"), experiments=("e",), published_se=0.2, decimals=2
+    )
     assert verdict(printed, Ours(1.4, 0.1, 4, ("d",)), False) == "within 3 s.e. (1.8)"
     # a deterministic method (every run the same number) is judged by the tolerance
     exact = Claim("p", "T", "q", 2.78, metric("x"), experiments=("e",), tolerance=0.005)
@@ -297,3 +300,69 @@ def test_no_finding_types_a_number_of_ours():
             if reference.search(claim.finding[: m.start()][-12:]):
                 continue
             assert float(m.group()) in published, (claim.where, m.group())
+
+
+def _literal_decimals(source: str, node) -> int:
+    import ast
+
+    return len(ast.get_source_segment(source, node).lstrip("-").partition(".")[2])
+
+
+def test_every_published_number_knows_how_many_decimals_were_printed():
+    """0.60 is 0.6 to Python: a Reference typed with a trailing zero says ``decimals``, so
+    that the verdict's printed interval is the paper's (+- 0.005, not +- 0.05). Read from
+    the source: every literal's decimals are the ones its claim uses."""
+    import ast
+    from pathlib import Path
+
+    from bnnsweep.claims.registry import printed_half_unit
+    from bnnsweep.figures import published
+
+    root = Path(published.__file__).parent
+    for name in ("published.py", "evidence_committee.py"):
+        source = (root / name).read_text()
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Reference"):
+                continue
+            value = node.args[0]
+            if not isinstance(value, ast.Constant | ast.UnaryOp):
+                continue  # a computed value (suppl. Table 3): checked below
+            given = {k.arg: k.value.value for k in node.keywords if k.arg == "decimals"}
+            number = float(ast.literal_eval(value))
+            want = 0.5 * 10.0 ** -_literal_decimals(source, value)
+            assert printed_half_unit(number, given.get("decimals")) == want, (name, number)
+    source = (root / "published.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in (
+            "DEEP_ADF_TABLE3",
+            "PAPER004_SUMMARY",
+        ):
+            for key, row in zip(node.value.keys, node.value.values, strict=True):
+                firsts = (
+                    [row.elts[0]]
+                    if not isinstance(row.elts[0], ast.Tuple)
+                    else [cell.elts[0] for cell in row.elts]
+                )
+                for cell in firsts:
+                    number = float(ast.literal_eval(cell))
+                    printed = _literal_decimals(source, cell)
+                    claims = [c for c in registered() if c.published == number]
+                    assert claims, number
+                    for claim in claims:
+                        half = printed_half_unit(claim.published, claim.decimals)
+                        assert half == 0.5 * 10.0**-printed, (ast.literal_eval(key), number)
+
+
+def test_a_number_inside_its_printed_interval_is_within_and_rounding_enters_the_s_e():
+    """Thesis Table 6.2 prints 0.54 (grouped prior): ours 0.5401 +- 2e-6 is inside
+    [0.535, 0.545], whatever our s.e.; 0.549 (single prior) against ours 0.5512 +- 1.2e-5 is
+    outside [0.5485, 0.5495] and off by 0.0022 / hypot(1.2e-5, 0.0005 / sqrt 3) = 7.6 s.e.,
+    not the 190 our s.e. alone would say."""
+    grouped = Claim("thesis", "T6.2", "q", 0.54, metric("x"), experiments=("e",))
+    assert verdict(grouped, Ours(0.5401, 2e-6, 3, ("d",)), False) == (
+        "within the printed precision (± 0.005)"
+    )
+    single = Claim("thesis", "T6.2", "q", 0.549, metric("x"), experiments=("e",))
+    assert verdict(single, Ours(0.5512, 1.2e-5, 3, ("d",)), False) == "off by 7.6 s.e."
+    sixty = Claim("p", "T2", "q", 0.60, metric("x"), experiments=("e",), decimals=2)
+    assert outcome(verdict(sixty, Ours(0.64, 0.001, 3, ("d",)), False)) == "not reproduced"

@@ -54,7 +54,11 @@ class Claim:
     whose datasets and method labels contain ``dataset`` and ``label``). The verdict is
     *within* when |ours - published| <= ``within_se`` combined standard errors, or, for a
     single run (no s.e.) or runs that all give the same number (a deterministic method), when
-    it is within ``tolerance`` (absolute; NaN: no verdict).
+    it is within ``tolerance`` (absolute; NaN: no verdict). ``decimals``: how many decimals
+    the paper prints (None: as many as ``f"{published:g}"`` shows, which drops a printed
+    trailing zero, so 0.60 needs ``decimals=2``); the printed number stands for an interval
+    of half a unit of its last digit either side, so ours inside that interval is within,
+    and the rounding's s.d. (half unit / sqrt 3) enters the combined s.e.
     ``pool_experiments``: the runs of all ``experiments`` make one row (a paper's average
     over datasets that our configs split into experiments), else each experiment its own.
     ``show_sd``: our s.d. over runs is shown too (the paper prints an s.d., not an s.e.).
@@ -77,6 +81,7 @@ class Claim:
     published_se: float = float("nan")
     within_se: float = 3.0
     tolerance: float = float("nan")
+    decimals: int | None = None
     pool_experiments: bool = False
     show_sd: bool = False
     runs_from: Callable[[object], pd.DataFrame] | None = None
@@ -199,6 +204,17 @@ def outcome(verdict_text: str) -> str:
                 "undecided")  # fmt: skip
 
 
+def printed_half_unit(value: float, decimals: int | None = None) -> float:
+    """Half a unit of the last printed digit of ``value`` (printed with ``decimals``
+    decimals, or as ``f"{value:g}"`` shows it): 0.54 -> 0.005, 27 -> 0.5."""
+    if decimals is None:
+        text = f"{value:g}"
+        if "e" in text:
+            return 0.0
+        decimals = len(text.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals)
+
+
 SAME_RUNS_RTOL = 1e-6
 """Runs whose s.e. is below this share of max(1, |mean|) count as every run the same: seeds
 that end in one optimum differ by the optimiser's tolerance (an s.e. of 1e-7), which would
@@ -206,14 +222,19 @@ otherwise turn any difference into thousands of s.e."""
 
 
 def verdict(claim: Claim, ours: Ours, stand_in: bool) -> str:
-    """Whether ``ours`` reproduces the claim: ``within k s.e.`` / ``off by z s.e.`` (the s.e.
-    of our mean and the paper's own, combined), ``within tolerance`` for a single run, and
-    no verdict for stand-in data (a stand-in's number says nothing about the paper's)."""
+    """Whether ``ours`` reproduces the claim: ``within the printed precision`` (ours inside
+    the interval the printed number stands for), ``within k s.e.`` / ``off by z s.e.`` (the
+    s.e. of our mean, the paper's own and its rounding's, combined), ``within tolerance``
+    for a single run, and no verdict for stand-in data (a stand-in's number says nothing
+    about the paper's)."""
     if stand_in:
         return "stand-in data: no verdict"
     if ours.n == 0 or not math.isfinite(ours.mean):
         return "no usable runs"
     diff = ours.mean - claim.published
+    half = printed_half_unit(claim.published, claim.decimals)
+    if abs(diff) <= half:
+        return f"within the printed precision (± {half:g})"
     pub_se = claim.published_se if math.isfinite(claim.published_se) else 0.0
     if pub_se == 0 and ours.se <= SAME_RUNS_RTOL * max(1.0, abs(ours.mean)):
         # every run the same number to the optimiser's precision (a deterministic method, or
@@ -223,7 +244,7 @@ def verdict(claim: Claim, ours: Ours, stand_in: bool) -> str:
             return f"{word} tolerance {claim.tolerance:g} (every run the same)"
         return f"every run the same: no s.e. (difference {diff:+.3g})"
     if math.isfinite(ours.se):
-        se = math.hypot(ours.se, pub_se)
+        se = math.hypot(ours.se, pub_se, half / math.sqrt(3.0))
         if se == 0:
             return "within 0 s.e." if diff == 0 else "off (s.e. 0)"
         z = abs(diff) / se

@@ -36,6 +36,7 @@ for (_dataset, _hidden, _size, _metric), _ref in PUBLISHED_COMMITTEE.items():
             where=_ref.source,
             quantity=f"{_metric}, evidence committee of {_size} (laplace) on {_dataset}",
             published=_ref.value,
+            decimals=_ref.decimals,
             experiments=EXPERIMENTS[_dataset],
             runs_from=committees_of(_size, _hidden),
             measure=metric(_metric, datasets=[_dataset], labels=["laplace"]),

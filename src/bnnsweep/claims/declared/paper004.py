@@ -35,5 +35,7 @@ for (_group, _label, _metric), (_value, _spread) in PAPER004_SUMMARY.items():
             pool_experiments=_pool,
             show_sd=_group != "bike",
             measure=metric(_metric, labels=[_label], pooled=True),
+            # sec. 6 prints two decimals at least ("-.50"), the bike log-likelihood four
+            decimals=max(2, len(f"{_value:g}".partition(".")[2])),
         )
     )

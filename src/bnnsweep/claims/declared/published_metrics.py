@@ -92,6 +92,7 @@ for (_dataset, _label, _metric), _refs in PUBLISHED.items():
                 published=_ref.value,
                 published_note=_note,
                 published_se=_ref.se,
+                decimals=_ref.decimals,
                 dataset=_dataset,
                 label=_label,
                 measure=metric(
