@@ -9,7 +9,13 @@ import pytest
 
 from bnnsweep.claims import Claim, Ours, metric, verdict
 from bnnsweep.claims.registry import outcome, registered
-from bnnsweep.claims.table import claims_frame, configured_experiments, experiments_of, swept
+from bnnsweep.claims.table import (
+    claims_frame,
+    configured_experiments,
+    experiments_of,
+    published_text,
+    swept,
+)
 from bnnsweep.cli import main
 
 
@@ -365,4 +371,5 @@ def test_a_number_inside_its_printed_interval_is_within_and_rounding_enters_the_
     single = Claim("thesis", "T6.2", "q", 0.549, metric("x"), experiments=("e",))
     assert verdict(single, Ours(0.5512, 1.2e-5, 3, ("d",)), False) == "off by 7.6 s.e."
     sixty = Claim("p", "T2", "q", 0.60, metric("x"), experiments=("e",), decimals=2)
+    assert published_text(sixty) == "0.60" and published_text(single) == "0.549"
     assert outcome(verdict(sixty, Ours(0.64, 0.001, 3, ("d",)), False)) == "not reproduced"

@@ -80,6 +80,14 @@ def is_stand_in(dataset: str) -> bool:
         return False
 
 
+def published_text(claim: Claim) -> str:
+    """The published number as the paper prints it (0.60 keeps its zero: ``decimals``),
+    then its note."""
+    value = claim.published
+    shown = f"{value:.{claim.decimals}f}" if claim.decimals is not None else f"{value:g}"
+    return " ".join(filter(None, (shown, claim.published_note)))
+
+
 def _number(value: float, se: float = math.nan) -> str:
     if not math.isfinite(value):
         return "–"
@@ -120,7 +128,7 @@ def claim_rows(
         "paper": claim.paper,
         "where": claim.where,
         "quantity": claim.quantity,
-        "published": " ".join(filter(None, (f"{claim.published:g}", claim.published_note))),
+        "published": published_text(claim),
         "published_value": claim.published,
         "experiment": experiment,
         "config": configs,
@@ -206,7 +214,7 @@ def claims_frame(
                     "where": claim.where,
                     "quantity": claim.quantity,
                     "setting": "",
-                    "published": f"{claim.published:g} {claim.published_note}".strip(),
+                    "published": published_text(claim),
                     "ours": "not configured (no shipped config runs it)",
                     "n_runs": 0,
                     "verdict": "not configured",
