@@ -28,9 +28,9 @@ for (_group, _label, _metric), (_value, _spread) in PAPER004_SUMMARY.items():
             where=_where,
             quantity=f"{_metric}, {_label}, mean {_over}",
             published=_value,
-            published_note=f"± {_spread:g} (as printed: s.d. over datasets and splits)"
+            published_note=f"± {_spread:.2f} (as printed: s.d. over datasets and splits)"
             if _group != "bike"
-            else f"± {_spread:g} (as printed)",
+            else f"± {_spread:.2f} (as printed)",
             experiments=_experiments,
             pool_experiments=_pool,
             show_sd=_group != "bike",
