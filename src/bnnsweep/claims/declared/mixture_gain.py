@@ -68,7 +68,7 @@ def mixture_minus_diagonal(dataset: str, metric_name: str, hidden: int, componen
             )  # fmt: skip
         ok = set(key[mixture["status"].to_numpy() == "ok"])
         ok &= set(ref[diagonal["status"].to_numpy() == "ok"])
-        pairs = diffs[list(PAIR_KEYS)].agg("|".join, axis=1)
+        pairs = pair_keys(diffs)
         return diffs.assign(
             dataset=dataset,
             method=MIXTURE,
